@@ -1,0 +1,211 @@
+"""``dltune.benchmark``: train configurations in isolated, monitored workers; return records."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import statistics
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from dltune._errors import BackendUnavailableError, ParameterError, RunFailedError
+from dltune._workload import Workload, as_workload
+from dltune.backends import BACKENDS
+from dltune.config import TrainConfig, usable_cores
+from dltune.measure._record import Measurement, now_iso
+
+__all__ = ["benchmark", "measure", "interpreter_for", "worker_extra_env"]
+
+_hardware_cache: dict[int | None, dict[str, Any]] = {}
+
+
+def hardware_record(cores: int | None) -> dict[str, Any]:
+    """The ``hardware`` part of a record for a run restricted to ``cores`` CPUs."""
+    if cores not in _hardware_cache:
+        from dltune.hardware import Hardware
+
+        hw = Hardware.detect(cores=cores)
+        _hardware_cache[cores] = {**hw.to_dict(), "fingerprint": hw.fingerprint, "target": hw.target}
+    return _hardware_cache[cores]
+
+
+def interpreter_for(framework: str) -> str:
+    """The Python that runs ``framework``'s worker; raises if the framework is not installed."""
+    info = BACKENDS[framework]
+    if info.location == "legacy":
+        from dltune.envs import interpreter_for as legacy_interpreter
+
+        return legacy_interpreter(framework)
+    if importlib.util.find_spec(info.framework) is None:
+        raise BackendUnavailableError(
+            f"Backend '{framework}' needs {info.distribution}, which is not installed. "
+            f"Install it with: {info.install_hint}"
+        )
+    return sys.executable
+
+
+def worker_extra_env(framework: str) -> dict[str, str]:
+    """Framework-specific start-up variables (Theano's flags, MXNet's engine)."""
+    if framework == "theano":
+        from dltune.envs import theano_flags
+
+        return {"THEANO_FLAGS": theano_flags()}
+    if framework == "mxnet":
+        from dltune.envs import mxnet_env
+
+        return mxnet_env()
+    if os.environ.get("DLTUNE_ENABLE_FAULTS") == "1":
+        return {"DLTUNE_ENABLE_FAULTS": "1"}
+    return {}
+
+
+def measure(
+    workload: Workload,
+    config: TrainConfig,
+    *,
+    pool=None,
+    on_epoch: Callable[[dict[str, Any]], bool | None] | None = None,
+    fault: str | None = None,
+) -> Measurement:
+    """Train ``config`` on ``workload`` once in a worker; failures become failed records."""
+    from dltune.measure._sampler import ResourceSampler
+    from dltune.runtime import WorkerFailure, default_pool, worker_environment
+    from dltune.runtime._arrays import export_arrays
+
+    pool = pool or default_pool()
+    started = now_iso()
+    cores = config.threads.cores
+    record = Measurement(
+        status="failed",
+        workload=workload.to_record(),
+        config=config.to_dict(),
+        hardware=hardware_record(cores),
+        started_at=started,
+    )
+    env = worker_environment(config.threads.environment(), worker_extra_env(config.framework))
+    if fault:
+        env["DLTUNE_ENABLE_FAULTS"] = "1"
+    request = {
+        "backend": config.framework,
+        "spec": workload.model.to_dict(),
+        "config": config.to_dict(),
+        "threads": config.threads.to_dict(),
+        "data_dir": str(export_arrays(workload.dataset)),
+        "fingerprint": workload.dataset.fingerprint(),
+        "epoch_ack": on_epoch is not None,
+        "fault": fault,
+    }
+    worker = None
+    healthy = False
+    try:
+        worker = pool.acquire(interpreter_for(config.framework), env)
+        with ResourceSampler(worker.pid) as sampler:
+
+            def on_event(message: dict[str, Any]) -> bool | None:
+                kind = message.get("event")
+                if kind in ("train_begin", "train_end"):
+                    sampler.set_training(kind == "train_begin")
+                elif kind == "epoch" and on_epoch is not None:
+                    return on_epoch(message)
+                return None
+
+            result = worker.run(request, config.timeout_s, on_event)
+        healthy = True
+        record.versions = result.pop("versions")
+        n_cores = cores or usable_cores()
+        result.update(sampler.summary(n_cores))
+        result["cpu_fraction_mean"] = result["cpu_percent_mean"] / (100.0 * n_cores)
+        record.metrics = result
+        record.status = "ok"
+    except WorkerFailure as exc:
+        record.error = {
+            "kind": exc.kind,
+            "message": exc.reason,
+            "stderr_tail": exc.stderr_tail[-1500:],
+            "traceback": exc.traceback[-3000:],
+        }
+    finally:
+        if worker is not None:
+            pool.release(worker, healthy)
+    record.finished_at = now_iso()
+    return record
+
+
+_HEADLINE = ("train_time_s", "test_time_s", "test_accuracy", "cpu_percent_mean",
+             "cpu_percent_p95", "cpu_fraction_mean", "peak_rss_mb", "compile_time_s")
+
+
+def _combine(runs: list[Measurement]) -> Measurement:
+    """Repeats of one configuration as one record: medians, with each run's figures kept."""
+    ok = [r for r in runs if r.ok]
+    if not ok:
+        return runs[-1]
+    base = ok[len(ok) // 2] if len(ok) % 2 else ok[0]
+    metrics = dict(base.metrics)
+    metrics["repeats"] = [{k: r.metrics.get(k) for k in _HEADLINE} for r in ok]
+    for key in _HEADLINE:
+        values = [r.metrics[key] for r in ok if r.metrics.get(key) is not None]
+        if values:
+            metrics[key] = statistics.median(values)
+            metrics[f"{key}_min"] = min(values)
+            metrics[f"{key}_max"] = max(values)
+    metrics["repeats_failed"] = len(runs) - len(ok)
+    base.metrics = metrics
+    base.started_at = runs[0].started_at
+    return base
+
+
+def benchmark(
+    workload: Any,
+    configs: TrainConfig | Iterable[TrainConfig],
+    *,
+    repeats: int = 1,
+    model: str | None = None,
+    progress: bool | Callable[[Measurement], None] = False,
+    raise_on_failure: bool = False,
+    pool=None,
+) -> list[Measurement]:
+    """Measure each configuration on the workload; one record per configuration.
+
+    Args:
+        workload: a :class:`Workload`, a data set name, or ``(x_train, y_train, x_test, y_test)``.
+        configs: one or more :class:`TrainConfig`.
+        repeats: runs per configuration; the record holds medians, min and max.
+        model: model preset when ``workload`` is a name or arrays.
+        progress: True for a progress bar on stderr, or a callable given each record.
+        raise_on_failure: raise :class:`RunFailedError` instead of returning failed records.
+    """
+    from dltune._validation import check_int
+
+    check_int("repeats", repeats, 1, 1000)
+    wl = as_workload(workload, model)
+    configs = [configs] if isinstance(configs, TrainConfig) else list(configs)
+    if not configs:
+        raise ParameterError("The 'configs' parameter must hold at least one TrainConfig. Got none.")
+    for config in configs:
+        config.validate(list(BACKENDS))
+        interpreter_for(config.framework)
+    bar = None
+    if progress is True:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(configs) * repeats, desc="bench", unit="run", file=sys.stderr)
+    records = []
+    for config in configs:
+        runs = []
+        for _ in range(repeats):
+            if bar is not None:
+                bar.set_postfix_str(config.framework)
+            runs.append(measure(wl, config, pool=pool))
+            if bar is not None:
+                bar.update()
+        record = _combine(runs)
+        if raise_on_failure and not record.ok:
+            raise RunFailedError(f"{config.framework}: {record.error['message']}")
+        if callable(progress):
+            progress(record)
+        records.append(record)
+    if bar is not None:
+        bar.close()
+    return records

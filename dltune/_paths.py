@@ -1,0 +1,24 @@
+"""Where dltune keeps its files: cache, data sets, legacy runtime, compiled caches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "data_dir"]
+
+
+def cache_dir() -> Path:
+    """dltune's cache folder: ``$DLTUNE_CACHE``, else the user cache dir (``~/.cache/dltune``)."""
+    env = os.environ.get("DLTUNE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "dltune"
+
+
+def data_dir() -> Path:
+    """Where data set files are read from: ``$DLTUNE_DATA``, else ``cache_dir()/data``."""
+    env = os.environ.get("DLTUNE_DATA")
+    return Path(env).expanduser() if env else cache_dir() / "data"

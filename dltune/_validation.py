@@ -1,0 +1,76 @@
+"""Parameter checks whose messages name the parameter, the allowed values and the value given.
+
+Messages follow scikit-learn's form:
+``The 'batch_size' parameter must be an int in [1, 65536]. Got 0 instead.``
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from dltune._errors import ParameterError
+
+__all__ = ["check_choice", "check_float", "check_int", "check_bool"]
+
+
+def _fmt_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    left = "(" if low_open or low is None else "["
+    right = ")" if high_open or high is None else "]"
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int if it is an integer in ``[low, high]``; raise otherwise."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok and isinstance(value, float) and value.is_integer():
+        value, ok = int(value), True
+    if ok and (low is None or value >= low) and (high is None or value <= high):
+        return int(value)
+    raise ParameterError(
+        f"The '{name}' parameter must be an int in {_fmt_range(low, high, False, False)}. "
+        f"Got {value!r} instead."
+    )
+
+
+def check_float(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a float if it is a finite number in the given interval; raise otherwise."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        v = float(value)
+        if low is not None and (v < low or (low_open and v == low)):
+            ok = False
+        if high is not None and (v > high or (high_open and v == high)):
+            ok = False
+    if ok:
+        return float(value)
+    raise ParameterError(
+        f"The '{name}' parameter must be a float in "
+        f"{_fmt_range(low, high, low_open, high_open)}. Got {value!r} instead."
+    )
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``allowed``; raise naming the allowed set otherwise."""
+    allowed = list(allowed)
+    if value in allowed:
+        return value
+    shown = ", ".join(repr(a) for a in allowed)
+    raise ParameterError(f"The '{name}' parameter must be one of {{{shown}}}. Got {value!r} instead.")
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool; raise otherwise."""
+    if isinstance(value, bool):
+        return value
+    raise ParameterError(f"The '{name}' parameter must be a bool. Got {value!r} instead.")

@@ -1,0 +1,174 @@
+"""The Trainer protocol every backend implements, and the one training driver they all share.
+
+Call order, all inside a worker process:
+
+1. ``Trainer.setup(threads)`` once per process, before anything else: imports the framework
+   and applies the thread settings through its API (most frameworks accept them only once).
+2. ``trainer = Cls(spec, config)``, then ``build(params)`` with the canonical initial weights,
+   ``load_data(...)`` (arrays are NCHW float32, labels int64), ``compile()`` (tracing, graph
+   compilation, warm-up: timed separately from training).
+3. ``train_epoch(batches, lrs)`` and ``predict()`` alternately, driven by :func:`run_training`,
+   which alone owns batch order, schedules, timing, curves and early stopping.
+
+Nothing here is thread-safe; a worker runs one training at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dltune.backends._common import batch_order, learning_rates
+from dltune.models._spec import ModelSpec
+
+__all__ = ["Trainer", "run_training"]
+
+
+class Trainer(ABC):
+    """One framework's implementation of training a :class:`ModelSpec`."""
+
+    name: ClassVar[str]
+    SUPPORTS_GPU: ClassVar[bool] = False
+
+    def __init__(self, spec: ModelSpec, config: dict[str, Any]) -> None:
+        self.spec = spec
+        self.config = config
+
+    @classmethod
+    @abstractmethod
+    def setup(cls, threads: dict[str, Any]) -> None:
+        """Import the framework and apply thread settings; called once per process."""
+
+    @classmethod
+    @abstractmethod
+    def framework_version(cls) -> str:
+        """The framework's version string."""
+
+    @classmethod
+    def thread_info(cls) -> dict[str, Any]:
+        """The thread counts the framework reports it really uses."""
+        return {}
+
+    @abstractmethod
+    def build(self, params: list[np.ndarray]) -> None:
+        """Create the model with these initial weights (canonical layout)."""
+
+    @abstractmethod
+    def load_data(
+        self, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray
+    ) -> None:
+        """Move the data into the framework once."""
+
+    def compile(self) -> None:  # noqa: B027 - optional hook
+        """Trace or compile what training and prediction need, without changing weights."""
+
+    @abstractmethod
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        """One pass over ``batches`` (train-set indices) with per-batch learning rates.
+
+        Returns the mean training loss over the epoch's samples.
+        """
+
+    @abstractmethod
+    def predict(self) -> np.ndarray:
+        """Predicted labels for the whole test set (inference mode)."""
+
+    @abstractmethod
+    def get_params(self) -> list[np.ndarray]:
+        """The current weights in the canonical layout and order."""
+
+    @abstractmethod
+    def count_params(self) -> int:
+        """The parameter count as the framework itself reports it."""
+
+    def device_peak_memory_mb(self) -> float | None:
+        """Peak accelerator memory, where the backend ran on one."""
+        return None
+
+
+def run_training(
+    trainer_cls: type[Trainer],
+    spec: ModelSpec,
+    config: dict[str, Any],
+    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    on_event: Callable[[str, dict[str, Any]], bool | None] = lambda kind, payload: None,
+) -> dict[str, Any]:
+    """Train and evaluate with the shared semantics; return the metrics.
+
+    ``on_event`` receives ``train_begin`` / ``train_end`` around each timed epoch and ``epoch``
+    after each evaluation; returning False from an ``epoch`` event stops training (pruning).
+    """
+    x_train, y_train, x_test, y_test = data
+    trainer = trainer_cls(spec, config)
+    trainer.build(spec.init_params(int(config["seed"])))
+    trainer.load_data(x_train, y_train, x_test, y_test)
+    t0 = time.perf_counter()
+    trainer.compile()
+    compile_time = time.perf_counter() - t0
+
+    n = len(y_train)
+    batch_size = int(config["batch_size"])
+    patience = config.get("early_stopping_patience")
+    curves: list[dict[str, Any]] = []
+    train_time = cpu_time = test_time = 0.0
+    iteration, best, since_best = 0, -1.0, 0
+    accuracy = loss = float("nan")
+    stopped = None
+    for epoch in range(int(config["epochs"])):
+        batches = batch_order(n, batch_size, int(config["seed"]), epoch)
+        lrs = learning_rates(config, epoch, iteration, len(batches))
+        on_event("train_begin", {"epoch": epoch})
+        c0, w0 = time.process_time(), time.perf_counter()
+        loss = float(trainer.train_epoch(batches, lrs))
+        epoch_time = time.perf_counter() - w0
+        cpu_time += time.process_time() - c0
+        on_event("train_end", {"epoch": epoch})
+        train_time += epoch_time
+        iteration += len(batches)
+        e0 = time.perf_counter()
+        accuracy = float(np.mean(trainer.predict() == y_test))
+        test_time = time.perf_counter() - e0
+        curves.append(
+            {
+                "epoch": epoch + 1,
+                "train_loss": loss,
+                "test_accuracy": accuracy,
+                "train_time_s": epoch_time,
+                "eval_time_s": test_time,
+                "learning_rate": float(lrs[-1]),
+            }
+        )
+        if on_event("epoch", curves[-1]) is False:
+            stopped = "pruned"
+            break
+        if not math.isfinite(loss):
+            stopped = "diverged"
+            break
+        if accuracy > best:
+            best, since_best = accuracy, 0
+        else:
+            since_best += 1
+            if patience is not None and since_best >= int(patience):
+                stopped = "early_stopping"
+                break
+
+    return {
+        "train_time_s": train_time,
+        "test_time_s": test_time,
+        "compile_time_s": compile_time,
+        "test_accuracy": accuracy,
+        "final_train_loss": loss,
+        "epochs_run": len(curves),
+        "stopped": stopped,
+        "curves": curves,
+        "param_count": int(trainer.count_params()),
+        "cpu_time_s": cpu_time,
+        "cpu_percent_mean": 100.0 * cpu_time / train_time if train_time > 0 else 0.0,
+        "samples_per_s": n * len(curves) / train_time if train_time > 0 else 0.0,
+        "gpu_peak_mb": trainer.device_peak_memory_mb(),
+    }

@@ -1,0 +1,206 @@
+"""TensorFlow backend: a Keras 3 model on the TensorFlow backend, trained by a tf.function step.
+
+The update rules are written out (PyTorch's definitions of SGD, momentum and Adam, L2 weight
+decay added to the gradient) so that every backend optimises the same way; Keras' own
+optimizers differ in where epsilon and the momentum's learning rate sit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from dltune.backends._base import Trainer  # noqa: E402
+from dltune.backends._common import dense_rows_chw_to_hwc, dense_rows_hwc_to_chw  # noqa: E402
+from dltune.models._spec import (  # noqa: E402
+    Activation,
+    AvgPool2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    MaxPool2D,
+    ModelSpec,
+)
+
+__all__ = ["TensorFlowTrainer", "TRAINER", "build_keras_model"]
+
+
+def build_keras_model(spec: ModelSpec) -> keras.Sequential:
+    """The spec as a Keras model on NHWC inputs (TensorFlow's CPU convolutions need NHWC)."""
+    c, h, w = spec.input_shape
+    layers: list[Any] = [keras.Input((h, w, c))]
+    for layer in spec.layers:
+        if isinstance(layer, Conv2D):
+            layers.append(keras.layers.Conv2D(layer.filters, layer.kernel, layer.stride, layer.padding))
+        elif isinstance(layer, MaxPool2D):
+            layers.append(keras.layers.MaxPooling2D(layer.size, layer.stride))
+        elif isinstance(layer, AvgPool2D):
+            layers.append(keras.layers.AveragePooling2D(layer.size, layer.stride))
+        elif isinstance(layer, Flatten):
+            layers.append(keras.layers.Flatten())
+        elif isinstance(layer, Dense):
+            layers.append(keras.layers.Dense(layer.units))
+        elif isinstance(layer, Activation):
+            layers.append(keras.layers.Activation(layer.function))
+        elif isinstance(layer, Dropout):
+            layers.append(keras.layers.Dropout(layer.rate))
+        else:
+            raise TypeError(f"tensorflow backend cannot build layer {layer.kind!r}")
+    return keras.Sequential(layers)
+
+
+def _param_layers(model: keras.Sequential) -> list[Any]:
+    return [layer for layer in model.layers if layer.weights]
+
+
+class TensorFlowTrainer(Trainer):
+    name = "tensorflow"
+    SUPPORTS_GPU = True
+
+    @classmethod
+    def setup(cls, threads: dict[str, Any]) -> None:
+        if threads.get("intra_op"):
+            tf.config.threading.set_intra_op_parallelism_threads(int(threads["intra_op"]))
+        if threads.get("inter_op"):
+            tf.config.threading.set_inter_op_parallelism_threads(int(threads["inter_op"]))
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return f"{tf.__version__} (keras {keras.__version__})"
+
+    @classmethod
+    def thread_info(cls) -> dict[str, Any]:
+        # 0 means "TensorFlow's default", which is one thread per usable core.
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        intra = tf.config.threading.get_intra_op_parallelism_threads() or cores
+        inter = tf.config.threading.get_inter_op_parallelism_threads() or cores
+        return {"intra_op": intra, "inter_op": inter}
+
+    def build(self, params: list[np.ndarray]) -> None:
+        keras.utils.set_random_seed(int(self.config["seed"]))
+        device = "/GPU:0" if self.config.get("device") == "cuda" else "/CPU:0"
+        self.device = device
+        with tf.device(device):
+            self.model = build_keras_model(self.spec)
+        flat_chw = self.spec.flatten_input_shape()
+        tensors = iter(params)
+        first_dense = True
+        for layer in _param_layers(self.model):
+            w, b = next(tensors), next(tensors)
+            if w.ndim == 4:
+                w = w.transpose(2, 3, 1, 0)
+            elif first_dense and flat_chw is not None:
+                w = dense_rows_chw_to_hwc(w, flat_chw)
+            if w.ndim == 2:
+                first_dense = False
+            layer.set_weights([w, b])
+        self.variables = list(self.model.trainable_variables)
+        cfg = self.config
+        self.kind = cfg["optimizer"]
+        self.decay = float(cfg.get("weight_decay", 0.0))
+        self.mu = float(cfg.get("momentum", 0.0))
+        with tf.device(device):
+            self.slots = [tf.Variable(tf.zeros(v.shape)) for v in self.variables]
+            self.slots2 = (
+                [tf.Variable(tf.zeros(v.shape)) for v in self.variables] if self.kind == "adam" else []
+            )
+            self.step_count = tf.Variable(0.0)
+            self.loss_sum = tf.Variable(0.0)
+        self._step = tf.function(
+            self._train_step,
+            input_signature=[tf.TensorSpec([None], tf.int64), tf.TensorSpec([], tf.float32)],
+        )
+        self._infer = tf.function(
+            lambda x: tf.argmax(self.model(x, training=False), axis=1),
+            input_signature=[tf.TensorSpec([None, *self.model.input_shape[1:]], tf.float32)],
+        )
+
+    def _apply(self, grads: list[tf.Tensor], lr: tf.Tensor) -> None:
+        if self.kind == "adam":
+            self.step_count.assign_add(1.0)
+            t = self.step_count
+            correction1 = 1.0 - tf.pow(0.9, t)
+            correction2 = 1.0 - tf.pow(0.999, t)
+        for i, (var, grad) in enumerate(zip(self.variables, grads)):
+            if self.decay:
+                grad = grad + self.decay * var.value
+            if self.kind == "sgd":
+                var.assign_sub(lr * grad)
+            elif self.kind == "momentum":
+                buf = self.slots[i]
+                buf.assign(self.mu * buf + grad)
+                var.assign_sub(lr * buf)
+            else:
+                m, v = self.slots[i], self.slots2[i]
+                m.assign(0.9 * m + 0.1 * grad)
+                v.assign(0.999 * v + 0.001 * tf.square(grad))
+                denom = tf.sqrt(v / correction2) + 1e-8
+                var.assign_sub(lr / correction1 * m / denom)
+
+    def _train_step(self, idx: tf.Tensor, lr: tf.Tensor) -> tf.Tensor:
+        xb = tf.gather(self.x_train, idx)
+        yb = tf.gather(self.y_train, idx)
+        with tf.GradientTape() as tape:
+            logits = self.model(xb, training=True)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yb, logits=logits)
+            )
+        self._apply(tape.gradient(loss, self.variables), lr)
+        self.loss_sum.assign_add(loss * tf.cast(tf.shape(idx)[0], tf.float32))
+        return loss
+
+    def load_data(self, x_train, y_train, x_test, y_test) -> None:
+        with tf.device(self.device):
+            self.x_train = tf.constant(np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
+            self.y_train = tf.constant(y_train.astype(np.int64))
+            self.x_test = tf.constant(np.ascontiguousarray(x_test.transpose(0, 2, 3, 1)))
+
+    def compile(self) -> None:
+        self._step.get_concrete_function()
+        self._infer.get_concrete_function()
+
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        self.loss_sum.assign(0.0)
+        step = self._step
+        for idx, lr in zip(batches, lrs):
+            step(tf.constant(idx), tf.constant(lr))
+        return float(self.loss_sum.numpy()) / sum(len(b) for b in batches)
+
+    def predict(self) -> np.ndarray:
+        n = int(self.x_test.shape[0])
+        parts = [self._infer(self.x_test[i : i + 1024]).numpy() for i in range(0, n, 1024)]
+        return np.concatenate(parts)
+
+    def get_params(self) -> list[np.ndarray]:
+        flat_chw = self.spec.flatten_input_shape()
+        result: list[np.ndarray] = []
+        first_dense = True
+        for layer in _param_layers(self.model):
+            w, b = (np.asarray(a) for a in layer.get_weights())
+            if w.ndim == 4:
+                w = w.transpose(3, 2, 0, 1)
+            elif first_dense and flat_chw is not None:
+                w = dense_rows_hwc_to_chw(w, flat_chw)
+            if w.ndim == 2:
+                first_dense = False
+            result += [np.ascontiguousarray(w), b]
+        return result
+
+    def count_params(self) -> int:
+        return int(self.model.count_params())
+
+    def device_peak_memory_mb(self) -> float | None:
+        if self.device.startswith("/GPU"):
+            return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+        return None
+
+
+TRAINER = TensorFlowTrainer

@@ -1,0 +1,5 @@
+import sys
+
+from dltune.cli import main
+
+sys.exit(main())

@@ -1,0 +1,22 @@
+"""Run configurations: training settings, thread settings, framework default presets."""
+
+from __future__ import annotations
+
+from dltune.config._threads import ThreadConfig, usable_cores
+from dltune.config._train_config import (
+    LR_SCHEDULES,
+    OPTIMIZERS,
+    PRESETS,
+    TrainConfig,
+    available_presets,
+)
+
+__all__ = [
+    "LR_SCHEDULES",
+    "OPTIMIZERS",
+    "PRESETS",
+    "ThreadConfig",
+    "TrainConfig",
+    "available_presets",
+    "usable_cores",
+]

@@ -1,0 +1,81 @@
+"""Thread and parallel-library settings of a run, and the environment that applies them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dltune._validation import check_int
+
+__all__ = ["ThreadConfig", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """How many CPUs this process may run on (its affinity mask)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class ThreadConfig:
+    """Threads a framework may use. ``None`` leaves the framework's own default.
+
+    Attributes:
+        intra_op: threads inside one operator (``torch.set_num_threads``, TF intra-op pool).
+        inter_op: threads running independent operators concurrently.
+        blas: OpenMP / MKL / OpenBLAS thread count (``OMP_NUM_THREADS`` and friends); defaults
+            to ``intra_op`` when that is set.
+        cores: restrict the worker to the first ``cores`` usable CPUs (CPU affinity): a
+            hardware target of its own.
+    """
+
+    intra_op: int | None = None
+    inter_op: int | None = None
+    blas: int | None = None
+    cores: int | None = None
+
+    def validate(self, max_cores: int | None = None) -> ThreadConfig:
+        """Check every count against the usable cores; return ``self``."""
+        limit = max_cores if max_cores is not None else usable_cores()
+        for name in ("intra_op", "inter_op", "blas", "cores"):
+            value = getattr(self, name)
+            if value is not None:
+                check_int(f"threads.{name}" if name != "intra_op" else "threads", value, 1, limit)
+        return self
+
+    @classmethod
+    def uniform(cls, n: int | None) -> ThreadConfig:
+        """``n`` threads everywhere (intra-op, BLAS) and one inter-op thread; None: defaults."""
+        if n is None:
+            return cls()
+        return cls(intra_op=n, inter_op=1, blas=n)
+
+    @property
+    def effective_blas(self) -> int | None:
+        return self.blas if self.blas is not None else self.intra_op
+
+    def environment(self) -> dict[str, str]:
+        """Variables the worker must see before the framework is imported."""
+        env: dict[str, str] = {}
+        blas = self.effective_blas
+        if blas is not None:
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+                env[var] = str(blas)
+        if self.intra_op is not None:
+            env["TF_NUM_INTRAOP_THREADS"] = str(self.intra_op)
+            env["MXNET_CPU_WORKER_NTHREADS"] = str(self.intra_op)
+        if self.inter_op is not None:
+            env["TF_NUM_INTEROP_THREADS"] = str(self.inter_op)
+        if self.cores is not None:
+            env["DLTUNE_CPU_CORES"] = str(self.cores)
+        return env
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> ThreadConfig:
+        return cls(**(data or {}))

@@ -1,0 +1,195 @@
+"""The versioned measurement record, and its JSON / CSV / DataFrame forms."""
+
+from __future__ import annotations
+
+import csv
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import ParameterError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Measurement",
+    "load_records",
+    "read_csv",
+    "save_records",
+    "to_dataframe",
+    "write_csv",
+]
+
+SCHEMA_VERSION = 1
+
+# Columns whose values stay strings in CSV even when they look like numbers.
+_STRING_PREFIXES = ("versions.", "id", "status", "hardware.cpu_model", "hardware.fingerprint",
+                    "hardware.target", "workload.fingerprint", "config.framework", "error.")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Measurement:
+    """One measured run: what was trained, where, how it went.
+
+    ``metrics`` holds (for ``ok`` runs) ``train_time_s``, ``test_time_s``, ``test_accuracy``,
+    ``compile_time_s``, ``cpu_percent_mean``, ``cpu_percent_p95``, ``cpu_fraction_mean``,
+    ``peak_rss_mb``, ``gpu_peak_mb``, ``param_count``, ``threads`` (what the framework
+    reported using), ``curves`` (per epoch) and, with repeats, ``repeats`` (each run's
+    figures) with medians as the headline values. ``error`` holds ``kind``, ``message``,
+    ``stderr_tail`` for failed runs.
+    """
+
+    status: str
+    workload: dict[str, Any]
+    config: dict[str, Any]
+    hardware: dict[str, Any]
+    versions: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    started_at: str = field(default_factory=now_iso)
+    finished_at: str = field(default_factory=now_iso)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def framework(self) -> str:
+        return self.config.get("framework", "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version > SCHEMA_VERSION:
+            raise ParameterError(
+                f"Measurement schema_version {version} is newer than this dltune "
+                f"understands ({SCHEMA_VERSION}); upgrade dltune."
+            )
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Measurement:
+        return cls.from_dict(json.loads(text))
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys to scalars; lists and nested objects below the second level as JSON."""
+        out: dict[str, Any] = {}
+        for key, value in self.to_dict().items():
+            if isinstance(value, dict):
+                for sub, item in value.items():
+                    out[f"{key}.{sub}"] = item
+            else:
+                out[key] = value
+        return out
+
+    def summary_row(self) -> dict[str, Any]:
+        """The study's table columns for this record."""
+        m = self.metrics
+        return {
+            "framework": self.framework,
+            "status": self.status,
+            "train_s": m.get("train_time_s"),
+            "test_s": m.get("test_time_s"),
+            "accuracy_pct": None if m.get("test_accuracy") is None else 100 * m["test_accuracy"],
+            "cpu_pct": m.get("cpu_percent_mean"),
+            "peak_mb": m.get("peak_rss_mb"),
+        }
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple, bool)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _uncell(column: str, text: str) -> Any:
+    if text == "":
+        return None
+    if column.startswith(_STRING_PREFIXES):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def write_csv(records: Iterable[Measurement], path: str | Path) -> Path:
+    """Write records as CSV, one row each, dotted column names."""
+    rows = [r.flat() for r in records]
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(c for c in row if c not in columns)
+    path = Path(path)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+    return path
+
+
+def read_csv(path: str | Path) -> list[Measurement]:
+    """Read records written by :func:`write_csv`."""
+    with Path(path).open(newline="") as fh:
+        reader = csv.reader(fh)
+        columns = next(reader)
+        records = []
+        for row in reader:
+            data: dict[str, Any] = {}
+            for column, text in zip(columns, row):
+                value = _uncell(column, text)
+                if "." in column:
+                    top, sub = column.split(".", 1)
+                    if value is not None or top != "error":
+                        data.setdefault(top, {})[sub] = value
+                else:
+                    data[column] = value
+            records.append(Measurement.from_dict(data))
+    return records
+
+
+def save_records(records: Iterable[Measurement], path: str | Path) -> Path:
+    """Save records as CSV (``.csv``) or a JSON list (anything else)."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        return write_csv(records, path)
+    path.write_text(json.dumps([r.to_dict() for r in records], indent=1, sort_keys=True))
+    return path
+
+
+def load_records(path: str | Path) -> list[Measurement]:
+    """Load records from CSV, a JSON list, or JSON lines."""
+    path = Path(path)
+    if not path.exists():
+        raise ParameterError(f"The 'records' file {str(path)!r} does not exist.")
+    if path.suffix == ".csv":
+        return read_csv(path)
+    text = path.read_text().strip()
+    if text.startswith("["):
+        return [Measurement.from_dict(d) for d in json.loads(text)]
+    return [Measurement.from_json(line) for line in text.splitlines() if line.strip()]
+
+
+def to_dataframe(records: Iterable[Measurement]):
+    """A pandas DataFrame, one row per record, dotted column names."""
+    import pandas as pd
+
+    return pd.DataFrame([r.flat() for r in records])

@@ -1,0 +1,236 @@
+"""Worker processes: started with the run's environment, kept warm, replaced after failures."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["WorkerFailure", "Worker", "WorkerPool", "default_pool", "package_root"]
+
+_START_TIMEOUT_S = 120.0
+
+
+def package_root() -> str:
+    """The folder that holds the ``dltune`` package, put on the worker's ``PYTHONPATH``."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+class WorkerFailure(Exception):
+    """A run did not produce a result: the reason says why (exception, signal, timeout)."""
+
+    def __init__(self, reason: str, kind: str, stderr_tail: str = "", traceback: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.stderr_tail = stderr_tail
+        self.traceback = traceback
+
+
+class Worker:
+    """One worker process and its line protocol. Not thread-safe: one request at a time."""
+
+    def __init__(self, interpreter: str, env: dict[str, str]) -> None:
+        self.interpreter = interpreter
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [interpreter, "-u", "-m", "dltune.runtime._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            start_new_session=True,
+        )
+        self._buffer = b""
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.proc.stdout, selectors.EVENT_READ)
+        ready = self._read(time.monotonic() + _START_TIMEOUT_S)
+        if ready.get("event") != "ready":
+            raise self._failure("worker did not start")
+        self.pid = int(ready["pid"])
+        self.runs = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - limit))
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def _failure(self, what: str) -> WorkerFailure:
+        code = self.proc.poll()
+        if code is None:
+            return WorkerFailure(what, "protocol", self.stderr_tail())
+        if code < 0:
+            name = signal.Signals(-code).name
+            kind = "killed" if -code == signal.SIGKILL else "signal"
+            hint = " (out of memory, or killed from outside)" if kind == "killed" else ""
+            return WorkerFailure(f"{what}: worker killed by {name}{hint}", kind, self.stderr_tail())
+        return WorkerFailure(f"{what}: worker exited with status {code}", "exit", self.stderr_tail())
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            if not self._selector.select(timeout=min(remaining, 1.0)):
+                if self.proc.poll() is not None:
+                    raise self._failure("run did not finish")
+                continue
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                self.proc.wait(timeout=5)
+                raise self._failure("run did not finish")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._failure("worker closed its input") from None
+
+    def run(
+        self,
+        request: dict[str, Any],
+        timeout: float,
+        on_event: Callable[[dict[str, Any]], bool | None] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request; return its result, or raise :class:`WorkerFailure`."""
+        deadline = time.monotonic() + timeout
+        self._write({"op": "run", **request})
+        self.runs += 1
+        while True:
+            try:
+                message = self._read(deadline)
+            except TimeoutError:
+                self.kill()
+                raise WorkerFailure(
+                    f"run exceeded its timeout of {timeout:g} s", "timeout", self.stderr_tail()
+                ) from None
+            event = message.get("event")
+            if event == "result":
+                if message["ok"]:
+                    return message["result"]
+                err = message["error"]
+                raise WorkerFailure(
+                    f"{err['type']}: {err['message']}", "exception", self.stderr_tail(),
+                    err.get("traceback", ""),
+                )
+            verdict = on_event(message) if on_event else None
+            if event == "epoch" and request.get("epoch_ack"):
+                self._write({"continue": verdict is not False})
+
+    def kill(self) -> None:
+        if self.alive:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                self._write({"op": "exit"})
+                self.proc.wait(timeout=10)
+            except (WorkerFailure, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        self._selector.close()
+        self._stderr.close()
+
+
+class WorkerPool:
+    """Warm workers keyed by interpreter and environment, at most ``max_workers`` alive.
+
+    A worker that failed is discarded, so the next run with the same key gets a fresh process.
+    """
+
+    def __init__(self, max_workers: int = 2) -> None:
+        self.max_workers = max_workers
+        self._workers: OrderedDict[tuple, Worker] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def acquire(self, interpreter: str, env: dict[str, str]) -> Worker:
+        key = (interpreter, tuple(sorted(env.items())))
+        with self._lock:
+            worker = self._workers.pop(key, None)
+            if worker is not None and not worker.alive:
+                worker.close()
+                worker = None
+            while len(self._workers) >= self.max_workers:
+                _, oldest = self._workers.popitem(last=False)
+                oldest.close()
+        if worker is None:
+            worker = Worker(interpreter, env)
+        worker.key = key  # type: ignore[attr-defined]
+        return worker
+
+    def release(self, worker: Worker, healthy: bool) -> None:
+        if not healthy or not worker.alive:
+            worker.close()
+            return
+        with self._lock:
+            self._workers[worker.key] = worker  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = list(self._workers.values()), OrderedDict()
+        for worker in workers:
+            worker.close()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_default: WorkerPool | None = None
+
+
+def default_pool() -> WorkerPool:
+    """The process-wide pool, closed at interpreter exit."""
+    global _default
+    if _default is None:
+        _default = WorkerPool()
+        atexit.register(_default.close)
+    return _default
+
+
+def worker_environment(thread_env: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: ours, dltune importable, thread variables, quiet frameworks."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MXNET_CPU_WORKER_NTHREADS",
+                "DLTUNE_CPU_CORES"):
+        env.pop(var, None)
+    root = package_root()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["KERAS_BACKEND"] = "tensorflow"
+    env.update(thread_env)
+    env.update(extra or {})
+    return env
+
+
+def main_interpreter() -> str:
+    return sys.executable

@@ -1,0 +1,153 @@
+"""The worker process: runs trainings for the parent, one at a time, over a line protocol.
+
+Started as ``python -m dltune.runtime._worker`` with the thread variables already in its
+environment. Imports only the standard library, numpy and psutil before the framework, so the
+same file serves the legacy runtime's interpreter.
+
+Protocol: one JSON object per line. The parent writes requests to stdin; the worker writes
+events to the file descriptor that was stdout when it started (stdout itself is pointed at
+stderr so that framework chatter cannot corrupt the channel):
+``ready``; then per request ``train_begin`` / ``train_end`` / ``epoch`` events and one
+``result``. With ``epoch_ack`` the worker waits after each ``epoch`` for ``{"continue": bool}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def _apply_affinity() -> None:
+    cores = os.environ.get("DLTUNE_CPU_CORES")
+    if cores and hasattr(os, "sched_setaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, allowed[: int(cores)])
+
+
+_apply_affinity()
+
+import numpy as np  # noqa: E402
+
+_channel = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+_set_up: dict[str, float] = {}
+_data_cache: dict[str, tuple[np.ndarray, ...]] = {}
+
+
+def _send(message: dict[str, Any]) -> None:
+    _channel.write(json.dumps(message, default=float) + "\n")
+    _channel.flush()
+
+
+def _load_arrays(folder: str, fingerprint: str) -> tuple[np.ndarray, ...]:
+    if fingerprint not in _data_cache:
+        _data_cache.clear()
+        _data_cache[fingerprint] = tuple(
+            np.ascontiguousarray(np.load(os.path.join(folder, f"{part}.npy")))
+            for part in ("x_train", "y_train", "x_test", "y_test")
+        )
+    return _data_cache[fingerprint]
+
+
+def _inject_fault(kind: str | None) -> None:
+    """Test-only faults, honoured only when the parent enabled them in the environment."""
+    if not kind or os.environ.get("DLTUNE_ENABLE_FAULTS") != "1":
+        return
+    if kind == "raise":
+        raise RuntimeError("fault injected by test hook")
+    if kind == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "exit":
+        os._exit(3)
+    if kind == "hang":
+        while True:
+            time.sleep(1)
+
+
+def _thread_report(trainer_cls: Any) -> dict[str, Any]:
+    report = dict(trainer_cls.thread_info())
+    try:
+        import psutil
+
+        report["os_threads"] = psutil.Process().num_threads()
+    except ImportError:
+        pass
+    if hasattr(os, "sched_getaffinity"):
+        report["cores"] = len(os.sched_getaffinity(0))
+    report["env"] = {
+        k: os.environ[k]
+        for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                  "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MXNET_CPU_WORKER_NTHREADS")
+        if k in os.environ
+    }
+    return report
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    from dltune.backends import load_trainer_class
+    from dltune.backends._base import run_training
+    from dltune.models._spec import ModelSpec
+
+    backend = request["backend"]
+    import_time = 0.0
+    if backend not in _set_up:
+        t0 = time.perf_counter()
+        trainer_cls = load_trainer_class(backend)
+        trainer_cls.setup(request.get("threads") or {})
+        _set_up[backend] = import_time = time.perf_counter() - t0
+    trainer_cls = load_trainer_class(backend)
+    _inject_fault(request.get("fault"))
+    spec = ModelSpec.from_dict(request["spec"])
+    data = _load_arrays(request["data_dir"], request["fingerprint"])
+    ack = bool(request.get("epoch_ack"))
+
+    def on_event(kind: str, payload: dict[str, Any]) -> bool:
+        _send({"event": kind, **payload})
+        if kind == "epoch" and ack:
+            reply = json.loads(sys.stdin.readline() or "{}")
+            return bool(reply.get("continue", True))
+        return True
+
+    metrics = run_training(trainer_cls, spec, request["config"], data, on_event)
+    metrics["import_time_s"] = import_time
+    metrics["threads"] = _thread_report(trainer_cls)
+    metrics["versions"] = {
+        "framework": trainer_cls.framework_version(),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+    return metrics
+
+
+def main() -> None:
+    _send({"event": "ready", "pid": os.getpid(), "python": sys.executable})
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("op") == "exit":
+            break
+        try:
+            _send({"event": "result", "ok": True, "result": _run(request)})
+        except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+            _send(
+                {
+                    "event": "result",
+                    "ok": False,
+                    "error": {
+                        "type": type(exc).__name__,
+                        "message": str(exc),
+                        "traceback": traceback.format_exc(limit=20),
+                    },
+                }
+            )
+
+
+if __name__ == "__main__":
+    main()
