@@ -47,17 +47,16 @@ def interpreter_for(framework: str) -> str:
 
 def worker_extra_env(framework: str) -> dict[str, str]:
     """Framework-specific start-up variables (Theano's flags, MXNet's engine)."""
+    env: dict[str, str] = {}
     if framework == "theano":
         from dltune.envs import theano_flags
 
-        return {"THEANO_FLAGS": theano_flags()}
-    if framework == "mxnet":
+        env["THEANO_FLAGS"] = theano_flags()
+    elif framework == "mxnet":
         from dltune.envs import mxnet_env
 
-        return mxnet_env()
-    if os.environ.get("DLTUNE_ENABLE_FAULTS") == "1":
-        return {"DLTUNE_ENABLE_FAULTS": "1"}
-    return {}
+        env.update(mxnet_env())
+    return env
 
 
 def measure(
@@ -85,6 +84,12 @@ def measure(
     )
     env = worker_environment(config.threads.environment(), worker_extra_env(config.framework))
     if fault:
+        # Test-only: the worker honours a fault request only when the parent enabled them.
+        if os.environ.get("DLTUNE_ENABLE_FAULTS") != "1":
+            raise ParameterError(
+                "The 'fault' parameter is a test hook, honoured only with DLTUNE_ENABLE_FAULTS=1. "
+                f"Got {fault!r} without it."
+            )
         env["DLTUNE_ENABLE_FAULTS"] = "1"
     request = {
         "backend": config.framework,
@@ -165,6 +170,7 @@ def benchmark(
     progress: bool | Callable[[Measurement], None] = False,
     raise_on_failure: bool = False,
     pool=None,
+    fault: str | None = None,
 ) -> list[Measurement]:
     """Measure each configuration on the workload; one record per configuration.
 
@@ -175,6 +181,7 @@ def benchmark(
         model: model preset when ``workload`` is a name or arrays.
         progress: True for a progress bar on stderr, or a callable given each record.
         raise_on_failure: raise :class:`RunFailedError` instead of returning failed records.
+        fault: test-only fault to inject in the first run (needs ``DLTUNE_ENABLE_FAULTS=1``).
     """
     from dltune._validation import check_int
 
@@ -197,7 +204,8 @@ def benchmark(
         for _ in range(repeats):
             if bar is not None:
                 bar.set_postfix_str(config.framework)
-            runs.append(measure(wl, config, pool=pool))
+            runs.append(measure(wl, config, pool=pool, fault=fault))
+            fault = None
             if bar is not None:
                 bar.update()
         record = _combine(runs)

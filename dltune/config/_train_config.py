@@ -46,7 +46,7 @@ class TrainConfig:
     device: str = "cpu"
     threads: ThreadConfig = field(default_factory=ThreadConfig)
     timeout_s: float = 3600.0
-    preset: str | None = None
+    preset_name: str | None = None
 
     def validate(self, frameworks: list[str] | None = None, max_cores: int | None = None) -> TrainConfig:
         """Check every field; return ``self``. ``frameworks`` is the allowed backend list."""
@@ -105,7 +105,7 @@ class TrainConfig:
         check_choice("preset", name, available_presets(dataset))
         fields = dict(PRESETS[(name, dataset)])
         fields.setdefault("framework", name if name in ("tensorflow", "torch", "theano") else "torch")
-        fields["preset"] = name
+        fields["preset_name"] = name
         return cls().replace(**fields).replace(**overrides)
 
 

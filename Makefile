@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Both create .venv once, install dltune with everything it needs, and are fast the second time.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .make-stamps
+export DLTUNE_CACHE ?= $(CURDIR)/.cache/dltune
+
+.PHONY: demo test lint legacy clean
+
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch is pinned to the CPU wheel (a looser pin pulls a multi-GB CUDA build).
+	$(PY) -m pip install -q -e '.[all,dev]'
+	@touch $@
+
+$(STAMPS)/legacy: $(STAMPS)/venv dltune/envs/_legacy.py
+	$(PY) -m dltune.cli env install legacy
+	@touch $@
+
+legacy: $(STAMPS)/legacy
+
+demo: $(STAMPS)/venv $(STAMPS)/legacy
+	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
+
+test: $(STAMPS)/venv $(STAMPS)/legacy
+	$(PY) -m pytest -q
+
+lint: $(STAMPS)/venv
+	$(VENV)/bin/ruff check dltune tests benchmarks
+
+clean:
+	rm -rf $(VENV) $(STAMPS) .cache

@@ -1,0 +1,137 @@
+"""``dltune bench``: train configurations in isolated, monitored workers and print the study's table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from dltune.cli._common import add_workload_args, format_table, load_workload, parse_list, print_json
+
+TABLE_COLUMNS = [
+    ("framework", "framework", ""),
+    ("status", "status", ""),
+    ("train_s", "train s", ".2f"),
+    ("test_s", "test s", ".3f"),
+    ("accuracy_pct", "accuracy %", ".2f"),
+    ("cpu_pct", "CPU %", ".0f"),
+    ("peak_mb", "peak MB", ".0f"),
+    ("threads", "threads (intra/inter)", ""),
+]
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    add_workload_args(parser)
+    parser.add_argument("--frameworks", default="torch,tensorflow",
+                        help="comma-separated backends, or 'all' for every one available here")
+    parser.add_argument("--preset", help="start from a framework's published defaults "
+                        "(tensorflow, caffe, torch, theano); other options override it")
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--lr", type=float, help="learning rate")
+    parser.add_argument("--optimizer", help="sgd, momentum or adam")
+    parser.add_argument("--momentum", type=float)
+    parser.add_argument("--weight-decay", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--threads", type=int, help="intra-op and BLAS threads (inter-op: 1)")
+    parser.add_argument("--inter-op", type=int, help="inter-op threads")
+    parser.add_argument("--blas-threads", type=int, help="OpenMP / MKL / OpenBLAS threads")
+    parser.add_argument("--cores", type=int, help="pin the worker to the first N usable cores")
+    parser.add_argument("--device", choices=None, help="cpu (default) or cuda")
+    parser.add_argument("--timeout", type=float, help="seconds before a run is killed (default 3600)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (median reported)")
+    parser.add_argument("--out", help="also save the records (.csv, or JSON otherwise)")
+    parser.add_argument("--json", action="store_true", help="print the records as JSON, nothing else")
+    parser.add_argument("--fault", help=argparse.SUPPRESS)
+    parser.set_defaults(func=run)
+
+
+def frameworks_for(text: str) -> list[str]:
+    """The backends named by ``--frameworks``; ``all`` means every benchmarkable one installed."""
+    from dltune.backends import BACKENDS
+    from dltune.envs import backend_status
+
+    names = [n for n, info in BACKENDS.items() if info.benchmarkable]
+    if text.strip() == "all":
+        available = {s.name for s in backend_status() if s.available}
+        chosen = [n for n in names if n in available and n != "numpy"]
+        skipped = [n for n in names if n not in available and n != "numpy"]
+        if skipped:
+            print(f"dltune bench: not available here, skipped: {', '.join(skipped)} "
+                  "(see `dltune env status`)", file=sys.stderr)
+        return chosen
+    return parse_list("frameworks", text, names)
+
+
+def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset: str) -> list[Any]:
+    """One validated :class:`TrainConfig` per framework from the command-line options."""
+    from dltune.config import ThreadConfig, TrainConfig
+
+    overrides: dict[str, Any] = {}
+    for option, field in (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "learning_rate"),
+                          ("optimizer", "optimizer"), ("momentum", "momentum"),
+                          ("weight_decay", "weight_decay"), ("seed", "seed"), ("device", "device"),
+                          ("timeout", "timeout_s")):
+        value = getattr(args, option)
+        if value is not None:
+            overrides[field] = value
+    threads = ThreadConfig.uniform(args.threads)
+    if args.inter_op is not None or args.blas_threads is not None or args.cores is not None:
+        threads = ThreadConfig(
+            intra_op=threads.intra_op,
+            inter_op=args.inter_op if args.inter_op is not None else threads.inter_op,
+            blas=args.blas_threads if args.blas_threads is not None else threads.blas,
+            cores=args.cores,
+        )
+    threads.validate()
+    configs = []
+    for framework in frameworks:
+        if args.preset:
+            preset_data = "cifar10" if dataset == "cifar10" else "mnist"
+            base = TrainConfig.preset(args.preset, dataset=preset_data, framework=framework)
+        else:
+            base = TrainConfig(framework=framework)
+        configs.append(base.replace(threads=threads, **overrides).validate(max_cores=None))
+    return configs
+
+
+def _threads_cell(record: Any) -> str:
+    used = record.metrics.get("threads") or {}
+    if not used:
+        return "-"
+    return f"{used.get('intra_op', '?')}/{used.get('inter_op', '?')}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from dltune._bench import benchmark
+    from dltune._validation import check_int
+    from dltune.measure import save_records
+
+    check_int("repeats", args.repeats, 1, 1000)
+    frameworks = frameworks_for(args.frameworks)
+    if not frameworks:
+        from dltune._errors import BackendUnavailableError
+
+        raise BackendUnavailableError("No backend is available here; see `dltune env status`.")
+    workload = load_workload(args)
+    configs = configs_from_args(args, frameworks, workload.dataset.name)
+    records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault)
+    if args.out:
+        save_records(records, args.out)
+    if args.json:
+        print_json([r.to_dict() for r in records])
+        return 0 if all(r.ok for r in records) else 1
+    print(f"{workload.dataset.summary()}; model {workload.model.name} "
+          f"({workload.model.param_count:,d} parameters)")
+    rows = []
+    for record in records:
+        row = record.summary_row()
+        row["threads"] = _threads_cell(record)
+        rows.append(row)
+    print(format_table(rows, TABLE_COLUMNS))
+    for record in records:
+        if not record.ok:
+            print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)
+    if args.out:
+        print(f"records saved to {args.out}")
+    return 0 if all(r.ok for r in records) else 1

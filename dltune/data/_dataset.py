@@ -1,0 +1,217 @@
+"""The :class:`Dataset`: train and test arrays in dltune's canonical form, plus meta-features."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dltune._errors import ParameterError
+
+__all__ = ["Dataset", "from_arrays", "normalise", "stratified_subset"]
+
+# Landmarks are fitted on at most this many samples so they cost a second or two at most.
+_LANDMARK_TRAIN = 1000
+_LANDMARK_TEST = 500
+
+
+@dataclass(eq=False)
+class Dataset:
+    """Image classification data: ``x`` arrays are NCHW float32, labels int64 in [0, classes).
+
+    Build one with :func:`dltune.data.load_dataset` or :func:`from_arrays`; the arrays are
+    already normalised (zero mean, unit variance per channel, statistics from the train split).
+    """
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    params: dict[str, Any] = field(default_factory=dict)
+    num_classes: int = 0
+    _fingerprint: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.num_classes:
+            self.num_classes = int(max(self.y_train.max(), self.y_test.max())) + 1
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        c, h, w = self.x_train.shape[1:]
+        return (int(c), int(h), int(w))
+
+    def fingerprint(self) -> str:
+        """A SHA-256 prefix of the name, parameters and array contents."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            digest.update(json.dumps([self.name, self.params], sort_keys=True, default=str).encode())
+            for array in (self.x_train, self.y_train, self.x_test, self.y_test):
+                digest.update(str(array.shape).encode())
+                digest.update(np.ascontiguousarray(array).tobytes())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
+
+    def meta_features(self) -> dict[str, Any]:
+        """Sizes, shape, class balance and cheap landmarks (cached on disk per fingerprint)."""
+        counts = np.bincount(self.y_train, minlength=self.num_classes)
+        freq = counts / counts.sum()
+        nonzero = freq[freq > 0]
+        entropy = float(-(nonzero * np.log(nonzero)).sum() / np.log(self.num_classes))
+        c, h, w = self.input_shape
+        features: dict[str, Any] = {
+            "n_train": int(len(self.y_train)),
+            "n_test": int(len(self.y_test)),
+            "channels": c,
+            "height": h,
+            "width": w,
+            "input_size": c * h * w,
+            "num_classes": int(self.num_classes),
+            "class_balance": float(counts.min() / counts.max()) if counts.max() else 0.0,
+            "class_entropy": entropy,
+        }
+        features.update(self.landmarks())
+        return features
+
+    def landmarks(self) -> dict[str, float]:
+        """Accuracy of logistic regression and 1-nearest-neighbour on a subsample.
+
+        They say how hard the data is; computed once per data set and cached in the dltune
+        cache folder.
+        """
+        from dltune._paths import cache_dir
+
+        path = cache_dir() / "landmarks" / f"{self.fingerprint()}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+        result = _compute_landmarks(self.x_train, self.y_train, self.x_test, self.y_test)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp")
+            tmp.write_text(json.dumps(result))
+            tmp.replace(path)
+        except OSError:
+            pass
+        return result
+
+    def summary(self) -> str:
+        c, h, w = self.input_shape
+        return (
+            f"{self.name}: {len(self.y_train)} train / {len(self.y_test)} test, "
+            f"{c}x{h}x{w}, {self.num_classes} classes"
+        )
+
+
+def _compute_landmarks(x_train, y_train, x_test, y_test) -> dict[str, float]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(0)
+    tr = rng.permutation(len(y_train))[:_LANDMARK_TRAIN]
+    te = rng.permutation(len(y_test))[:_LANDMARK_TEST]
+    xtr, ytr = x_train[tr].reshape(len(tr), -1), y_train[tr]
+    xte, yte = x_test[te].reshape(len(te), -1), y_test[te]
+    t0 = time.perf_counter()
+    logreg = LogisticRegression(max_iter=200, tol=1e-3).fit(xtr, ytr)
+    knn = KNeighborsClassifier(n_neighbors=1).fit(xtr, ytr)
+    return {
+        "landmark_logreg": float(logreg.score(xte, yte)),
+        "landmark_1nn": float(knn.score(xte, yte)),
+        "landmark_seconds": time.perf_counter() - t0,
+    }
+
+
+def normalise(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Standardise each channel with the train split's mean and standard deviation."""
+    x_train = x_train.astype(np.float32)
+    x_test = x_test.astype(np.float32)
+    mean = x_train.mean(axis=(0, 2, 3), keepdims=True)
+    std = x_train.std(axis=(0, 2, 3), keepdims=True)
+    std[std == 0] = 1.0
+    return (
+        np.ascontiguousarray((x_train - mean) / std, dtype=np.float32),
+        np.ascontiguousarray((x_test - mean) / std, dtype=np.float32),
+    )
+
+
+def stratified_subset(y: np.ndarray, n: int | None, seed: int) -> np.ndarray:
+    """Indices of ``n`` samples keeping the class proportions (all, in order, when n is None)."""
+    if n is None or n >= len(y):
+        return np.arange(len(y))
+    from sklearn.model_selection import train_test_split
+
+    classes = np.unique(y)
+    stratify = y if n >= len(classes) and np.bincount(y).min() >= 2 else None
+    keep, _ = train_test_split(np.arange(len(y)), train_size=n, random_state=seed, stratify=stratify)
+    return np.sort(keep)
+
+
+def _as_images(name: str, x: Any) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim == 2:
+        side = int(round(np.sqrt(x.shape[1])))
+        if side * side != x.shape[1]:
+            raise ParameterError(
+                f"The '{name}' parameter must be images (N, H, W), (N, C, H, W) or (N, H, W, C), "
+                f"or flat square images (N, side*side). Got shape {x.shape} instead."
+            )
+        x = x.reshape(len(x), 1, side, side)
+    elif x.ndim == 3:
+        x = x[:, None, :, :]
+    elif x.ndim == 4:
+        # Channels-last when the last axis is small and the second is not.
+        if x.shape[-1] in (1, 3, 4) and x.shape[1] not in (1, 3, 4):
+            x = x.transpose(0, 3, 1, 2)
+    else:
+        raise ParameterError(
+            f"The '{name}' parameter must be a 2-, 3- or 4-dimensional array. Got shape {x.shape} instead."
+        )
+    if not np.issubdtype(x.dtype, np.number):
+        raise ParameterError(f"The '{name}' parameter must hold numbers. Got dtype {x.dtype} instead.")
+    return x.astype(np.float32)
+
+
+def _as_labels(name: str, y: Any, n: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n:
+        raise ParameterError(
+            f"The '{name}' parameter must be a 1-D array of {n} labels. Got shape {y.shape} instead."
+        )
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
+            y = y.astype(np.int64)
+        else:
+            raise ParameterError(
+                f"The '{name}' parameter must hold integer class labels. Got dtype {y.dtype} instead."
+            )
+    if len(y) and y.min() < 0:
+        raise ParameterError(f"The '{name}' parameter must hold labels >= 0. Got {int(y.min())}.")
+    return y.astype(np.int64)
+
+
+def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays") -> Dataset:
+    """A :class:`Dataset` from user arrays, normalised like the registered data sets.
+
+    Images may be (N, H, W), (N, C, H, W), (N, H, W, C) or flat square (N, side*side);
+    images must be at least 8x8.
+    """
+    xtr, xte = _as_images("x_train", x_train), _as_images("x_test", x_test)
+    ytr, yte = _as_labels("y_train", y_train, len(xtr)), _as_labels("y_test", y_test, len(xte))
+    if xtr.shape[1:] != xte.shape[1:]:
+        raise ParameterError(
+            f"The 'x_test' parameter must have the same image shape as x_train {xtr.shape[1:]}. "
+            f"Got {xte.shape[1:]} instead."
+        )
+    if min(xtr.shape[2:]) < 8:
+        raise ParameterError(f"Images must be at least 8x8. Got {xtr.shape[2]}x{xtr.shape[3]}.")
+    if len(xtr) == 0 or len(xte) == 0:
+        raise ParameterError("The 'x_train' and 'x_test' parameters must each hold at least one sample.")
+    xtr, xte = normalise(xtr, xte)
+    classes = int(max(ytr.max(), yte.max())) + 1
+    return Dataset(name, xtr, ytr, xte, yte, params={}, num_classes=classes)

@@ -1,0 +1,7 @@
+"""The machine a run happens on: detected or described, with a stable fingerprint."""
+
+from __future__ import annotations
+
+from dltune.hardware._hardware import Hardware, hardware_command
+
+__all__ = ["Hardware", "hardware_command"]
