@@ -13,10 +13,21 @@ COMMANDS = {
     "hardware": ("dltune.cli._hardware", "describe this machine (or a CPU subset of it)"),
     "bench": ("dltune.cli._bench", "train configurations in isolated workers and measure them"),
     "env": ("dltune.cli._env", "show or install the runtimes the backends need"),
+    "kb": ("dltune.cli._kb", "build, export and validate the knowledge base of measurements"),
+    "recommend": ("dltune.cli._recommend", "recommend a framework and configuration, instantly"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: list[str]) -> str | None:
+    """The command named on the command line (the first word that is not an option)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen command's module is imported (all of them without argv)."""
     from dltune import __version__
 
     parser = argparse.ArgumentParser(
@@ -26,15 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dltune {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    chosen = _chosen(argv) if argv is not None else None
     for name, (module, help_text) in COMMANDS.items():
-        importlib.import_module(module).add_parser(sub.add_parser(name, help=help_text, description=help_text))
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if chosen is None or name == chosen:
+            importlib.import_module(module).add_parser(command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from dltune._errors import DltuneError
 
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

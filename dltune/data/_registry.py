@@ -120,7 +120,8 @@ def load_dataset(name: str, **params: Any) -> Dataset:
             f"Data set '{name}' takes the parameters {{{', '.join(accepted)}}}. Got {unknown[0]!r} instead."
         )
     identity = {k: v for k, v in params.items() if k not in _NOT_IDENTITY}
-    key = (name, tuple(sorted((k, repr(v)) for k, v in identity.items())))
+    # The data folder is part of the key: the same name may be read from another folder.
+    key = (name, str(data_dir()), tuple(sorted((k, repr(v)) for k, v in identity.items())))
     if key not in _cache:
         x_train, y_train, x_test, y_test = loader(**params)
         x_train, x_test = normalise(x_train, x_test)

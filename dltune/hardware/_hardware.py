@@ -174,7 +174,7 @@ class Hardware:
             data.setdefault(key, data["logical_cores"])
         data.setdefault("cpu_model", "unknown")
         data.setdefault("memory_gb", 0.0)
-        for key in ("physical_cores", "logical_cores", "usable_cores"):
+        for key in ("logical_cores", "physical_cores", "usable_cores"):
             value = data[key]
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ParameterError(

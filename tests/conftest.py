@@ -1,0 +1,34 @@
+"""Shared fixtures: an isolated dltune cache per session, and the CLI run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _dltune_cache(tmp_path_factory):
+    """Keep test artefacts out of the user's cache, but reuse the project cache's legacy runtime
+    and compiled caches (set up by `make test`) when DLTUNE_CACHE points at them."""
+    os.environ.setdefault("DLTUNE_CACHE", str(tmp_path_factory.mktemp("dltune-cache")))
+    yield
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m dltune.cli ARGS`` in a fresh process; returns the completed process."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "dltune.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=ROOT,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import pickle
+import struct
+import tarfile
+
+import numpy as np
+import pytest
+
+from dltune._errors import ParameterError
+from dltune.data import Dataset, available_datasets, from_arrays, load_dataset
+from dltune.data import _files
+
+
+def test_registry_names():
+    assert set(available_datasets()) >= {"digits", "synthetic", "mnist", "fashion_mnist", "cifar10"}
+
+
+def test_digits_split_is_fixed_stratified_and_normalised():
+    data = load_dataset("digits")
+    assert data.input_shape == (1, 8, 8)
+    assert data.num_classes == 10
+    assert len(data.y_train) + len(data.y_test) == 1797
+    assert len(data.y_test) == 360
+    assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    # Stratified: every class in both splits in about the same proportion.
+    train_freq = np.bincount(data.y_train) / len(data.y_train)
+    test_freq = np.bincount(data.y_test) / len(data.y_test)
+    assert np.abs(train_freq - test_freq).max() < 0.01
+    # Normalised with train statistics: zero mean, unit variance on train.
+    assert abs(float(data.x_train.mean())) < 1e-4
+    assert abs(float(data.x_train.std()) - 1.0) < 1e-3
+    # The same call gives the same arrays (and the same fingerprint).
+    again = load_dataset("digits")
+    assert again.fingerprint() == data.fingerprint()
+
+
+def test_digits_subset_keeps_classes_and_changes_fingerprint():
+    small = load_dataset("digits", n_train=200, n_test=100)
+    assert len(small.y_train) == 200 and len(small.y_test) == 100
+    assert set(np.unique(small.y_train)) == set(range(10))
+    assert small.fingerprint() != load_dataset("digits").fingerprint()
+
+
+def test_synthetic_parameters_shape_and_difficulty():
+    data = load_dataset("synthetic", n_train=300, n_test=100, height=12, width=10, channels=3,
+                        classes=4, difficulty=0.2, seed=1)
+    assert data.input_shape == (3, 12, 10)
+    assert data.num_classes == 4
+    assert len(data.y_train) == 300
+    easy = load_dataset("synthetic", n_train=400, n_test=200, difficulty=0.0, seed=2).meta_features()
+    hard = load_dataset("synthetic", n_train=400, n_test=200, difficulty=1.0, seed=2).meta_features()
+    assert easy["landmark_logreg"] > hard["landmark_logreg"]
+    assert easy["landmark_1nn"] > hard["landmark_1nn"]
+
+
+def test_meta_features():
+    feats = load_dataset("digits").meta_features()
+    assert feats["n_train"] == 1437 and feats["num_classes"] == 10 and feats["input_size"] == 64
+    assert 0.8 < feats["class_balance"] <= 1.0
+    assert feats["landmark_logreg"] > 0.85 and feats["landmark_1nn"] > 0.9
+
+
+def test_bad_names_and_parameters():
+    with pytest.raises(ParameterError, match="'workload' parameter must be one of"):
+        load_dataset("imagenet")
+    with pytest.raises(ParameterError, match="takes the parameters"):
+        load_dataset("digits", colour=True)
+    with pytest.raises(ParameterError, match="'n_train' parameter must be an int"):
+        load_dataset("digits", n_train=5)
+    with pytest.raises(ParameterError, match="'difficulty'"):
+        load_dataset("synthetic", difficulty=2.0)
+
+
+# --- the standard file formats, written small by the test --------------------------------------
+
+def _idx_bytes(array: np.ndarray) -> bytes:
+    codes = {np.dtype(np.uint8): 0x08}
+    header = struct.pack(">BBBB", 0, 0, codes[array.dtype], array.ndim)
+    header += struct.pack(">" + "I" * array.ndim, *array.shape)
+    return gzip.compress(header + array.astype(">u1").tobytes())
+
+
+def _write_idx_set(folder, n_train=40, n_test=20, side=28):
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True)
+    arrays = {
+        "train-images-idx3-ubyte.gz": rng.integers(0, 256, (n_train, side, side), dtype=np.uint8),
+        "train-labels-idx1-ubyte.gz": (np.arange(n_train) % 10).astype(np.uint8),
+        "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (n_test, side, side), dtype=np.uint8),
+        "t10k-labels-idx1-ubyte.gz": (np.arange(n_test) % 10).astype(np.uint8),
+    }
+    for name, array in arrays.items():
+        (folder / name).write_bytes(_idx_bytes(array))
+    return arrays
+
+
+@pytest.mark.parametrize("name", ["mnist", "fashion_mnist"])
+def test_idx_loader_reads_the_real_format(tmp_path, monkeypatch, name):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    arrays = _write_idx_set(tmp_path / name)
+    # The tiny files are not the official ones: verification refuses them by default...
+    with pytest.raises(_files.ChecksumError, match="not the published"):
+        load_dataset(name)
+    # ...and reads them when told not to verify.
+    data = load_dataset(name, verify=False)
+    assert data.input_shape == (1, 28, 28)
+    assert len(data.y_train) == 40 and len(data.y_test) == 20
+    np.testing.assert_array_equal(data.y_train, arrays["train-labels-idx1-ubyte.gz"])
+    raw = arrays["train-images-idx3-ubyte.gz"].astype(np.float32) / 255
+    # Normalisation is an affine map of the raw pixels, the same for every pixel.
+    corr = np.corrcoef(raw.ravel(), data.x_train.ravel())[0, 1]
+    assert corr > 0.9999
+
+
+def test_checksums_are_verified_against_the_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    _write_idx_set(tmp_path / "mnist")
+    payload = (tmp_path / "mnist" / "train-images-idx3-ubyte.gz").read_bytes()
+    good = hashlib.sha256(payload).hexdigest()
+    base, sums = _files.FILE_SETS["mnist"]
+    patched = {**sums}
+    for file in patched:
+        patched[file] = hashlib.sha256((tmp_path / "mnist" / file).read_bytes()).hexdigest()
+    monkeypatch.setitem(_files.FILE_SETS, "mnist", (base, patched))
+    assert patched["train-images-idx3-ubyte.gz"] == good
+    data = load_dataset("mnist", n_train=20)
+    assert len(data.y_train) == 20
+
+
+def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    with pytest.raises(_files.DataFilesMissingError) as err:
+        load_dataset("fashion_mnist")
+    message = str(err.value)
+    assert "train-images-idx3-ubyte.gz" in message and str(tmp_path / "fashion_mnist") in message
+
+
+def test_truncated_idx_is_rejected(tmp_path):
+    path = tmp_path / "x.gz"
+    path.write_bytes(_idx_bytes(np.zeros((3, 4, 4), np.uint8)))
+    raw = gzip.decompress(path.read_bytes())
+    path.write_bytes(gzip.compress(raw[:-5]))
+    with pytest.raises(Exception, match="truncated"):
+        _files.read_idx(path)
+
+
+def test_cifar10_tarball(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    folder = tmp_path / "cifar10"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for stem, n in [("data_batch_1", 30), ("data_batch_2", 30), ("test_batch", 20)]:
+            batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                     b"labels": list(np.arange(n) % 10)}
+            raw = pickle.dumps(batch)
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{stem}")
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    (folder / "cifar-10-python.tar.gz").write_bytes(buffer.getvalue())
+    data = load_dataset("cifar10", verify=False)
+    assert data.input_shape == (3, 32, 32)
+    assert len(data.y_train) == 60 and len(data.y_test) == 20
+
+
+@pytest.mark.parametrize("layout", ["nhw", "nchw", "nhwc", "flat"])
+def test_from_arrays_layouts(layout):
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(50, 1, 10, 10)).astype(np.float32)
+    make = {
+        "nhw": lambda x: x[:, 0],
+        "nchw": lambda x: x,
+        "nhwc": lambda x: x.transpose(0, 2, 3, 1).repeat(3, axis=3),
+        "flat": lambda x: x.reshape(len(x), -1),
+    }[layout]
+    y = np.arange(50) % 5
+    data = from_arrays(make(base[:40]), y[:40], make(base[40:]), y[40:])
+    assert isinstance(data, Dataset)
+    assert data.input_shape[1:] == (10, 10)
+    assert data.num_classes == 5
+
+
+def test_from_arrays_errors():
+    x = np.zeros((20, 10, 10))
+    y = np.arange(20) % 2
+    with pytest.raises(ParameterError, match="'y_train' parameter must be a 1-D array of 20 labels"):
+        from_arrays(x, y[:5], x, y)
+    with pytest.raises(ParameterError, match="at least 8x8"):
+        from_arrays(np.zeros((20, 4, 4)), y, np.zeros((20, 4, 4)), y)
+    with pytest.raises(ParameterError, match="same image shape"):
+        from_arrays(x, y, np.zeros((20, 12, 12)), y)
+    with pytest.raises(ParameterError, match="integer class labels"):
+        from_arrays(x, y + 0.5, x, y)

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dltune._errors import ParameterError
+from dltune.config import usable_cores
+from dltune.hardware import Hardware
+
+
+def test_detect_describes_this_machine():
+    hw = Hardware.detect()
+    assert hw.usable_cores == usable_cores()
+    assert hw.logical_cores >= hw.usable_cores >= 1
+    assert hw.physical_cores >= 1
+    assert hw.memory_gb > 0
+    assert hw.cpu_model
+    # numpy's BLAS is loaded here, so threadpoolctl sees at least one library.
+    assert any(lib.get("user_api") == "blas" for lib in hw.blas)
+
+
+def test_fingerprint_is_stable_and_names_the_core_subset():
+    whole, again = Hardware.detect(), Hardware.detect()
+    assert whole.fingerprint == again.fingerprint
+    assert len(whole.fingerprint) == 12
+    one = Hardware.detect(cores=1)
+    assert one.usable_cores == 1
+    if whole.usable_cores > 1:
+        assert one.fingerprint != whole.fingerprint
+        assert one.target != whole.target
+    assert f"{one.usable_cores}of{one.logical_cores}c" in one.target
+
+
+def test_json_round_trip(tmp_path):
+    hw = Hardware.detect()
+    path = tmp_path / "hw.json"
+    path.write_text(hw.to_json())
+    back = Hardware.from_json(path)
+    assert back.fingerprint == hw.fingerprint
+    assert Hardware.from_json(hw.to_json()).to_dict() == hw.to_dict()
+
+
+def test_described_machine_defaults():
+    hw = Hardware.from_dict({"cpu_model": "Xeon E5-1620", "logical_cores": 8, "memory_gb": 32,
+                             "gpus": [{"name": "GeForce GTX 1080 Ti", "memory_mb": 11264}]})
+    assert hw.usable_cores == 8 and hw.physical_cores == 8
+    assert "1080ti" in hw.target
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ([1, 2], "must be a JSON object"),
+        ({"cpu_model": "x"}, "'logical_cores'"),
+        ({"logical_cores": 0}, "'hardware.logical_cores' parameter must be an int >= 1. Got 0"),
+        ({"logical_cores": 2, "usable_cores": 4}, "at most logical_cores"),
+        ({"logical_cores": 2, "memory_gb": "lots"}, "'hardware.memory_gb'"),
+        ({"logical_cores": 2, "gpus": ["x"]}, "'hardware.gpus'"),
+    ],
+)
+def test_malformed_descriptions(data, match):
+    with pytest.raises(ParameterError, match=match):
+        Hardware.from_dict(data)
+
+
+def test_malformed_json_text_and_missing_file(tmp_path):
+    with pytest.raises(ParameterError, match="valid JSON"):
+        Hardware.from_json("{not json")
+    with pytest.raises(ParameterError, match="does not exist"):
+        Hardware.from_json(tmp_path / "none.json")
+
+
+def test_cli_hardware_json(cli):
+    done = cli("hardware", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["fingerprint"] == Hardware.detect().fingerprint
+    bad = cli("hardware", "--cores", str(usable_cores() + 1))
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    assert "'cores' parameter must be an int in [1," in bad.stderr
