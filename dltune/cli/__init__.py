@@ -15,6 +15,8 @@ COMMANDS = {
     "env": ("dltune.cli._env", "show or install the runtimes the backends need"),
     "kb": ("dltune.cli._kb", "build, export and validate the knowledge base of measurements"),
     "recommend": ("dltune.cli._recommend", "recommend a framework and configuration, instantly"),
+    "study": ("dltune.cli._study", "run the comparative framework study on a workload, resumable"),
+    "report": ("dltune.cli._report", "render the study's tables, figures and findings (HTML / MD)"),
 }
 
 

@@ -1,0 +1,85 @@
+"""``dltune kb``: build, export and validate the knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="kb_command", metavar="ACTION")
+    sub.required = True
+
+    build = sub.add_parser("build", help="measure a designed suite (resumable, budgeted)")
+    build.add_argument("--suite", default="reference", help="suite name (default: reference)")
+    build.add_argument("--out", help="build folder (default: <cache>/kb/<suite>)")
+    build.add_argument("--frameworks", help="comma-separated backends (default: all available)")
+    build.add_argument("--budget-hours", type=float, help="stop starting runs after this long")
+    build.add_argument("--configs-per-pair", type=int, default=24,
+                       help="space-filling configurations per workload x framework (default: 24)")
+    build.add_argument("--repeats", type=int, default=3,
+                       help="configurations re-measured with another seed per pair (default: 3)")
+    build.add_argument("--plan", action="store_true", help="print the planned runs and exit")
+    build.add_argument("--json", action="store_true", help="print the result as JSON")
+    build.set_defaults(func=run_build)
+
+    export = sub.add_parser("export", help="compress a build folder into the package's shipped KB")
+    export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference)")
+    export.add_argument("--out", help="target folder (default: the installed dltune/kb/)")
+    export.set_defaults(func=run_export)
+
+    validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
+    validate.add_argument("--records", action="append", metavar="FILE",
+                          help="records to validate on (default: the shipped KB); repeatable")
+    validate.add_argument("--json", action="store_true", help="print JSON")
+    validate.set_defaults(func=run_validate)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from dltune.backends import BACKENDS
+    from dltune.cli._common import format_table, parse_list, print_json
+    from dltune.kb import build_kb, plan_suite
+
+    frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
+    if args.plan:
+        plan = plan_suite(args.suite, frameworks, args.configs_per_pair, args.repeats)
+        rows = [{"round": p.round, "kind": p.kind, "framework": p.config.framework,
+                 "workload": p.workload.name, "optimizer": p.config.optimizer,
+                 "lr": p.config.learning_rate, "batch": p.config.batch_size,
+                 "epochs": p.config.epochs, "threads": p.config.threads.intra_op or "-",
+                 "key": p.key} for p in plan]
+        if args.json:
+            print_json(rows)
+        else:
+            print(format_table(rows, [(k, k, ".4g" if k == "lr" else "") for k in rows[0]]))
+        return 0
+    result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
+                      args.repeats, progress=not args.json,
+                      command="dltune " + " ".join(sys.argv[1:]))
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print(f"{result.measured} runs measured ({result.failed} failed), "
+              f"{result.done_before + result.measured}/{result.planned} of the suite done, "
+              f"stopped: {result.stopped_by}; records in {result.folder}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from dltune.kb import default_build_dir, export_kb
+
+    summary = export_kb(args.source or default_build_dir("reference"), args.out)
+    print(f"shipped {summary['records']} records ({summary['ok']} ok) to {summary['path']}")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from dltune.cli._common import print_json
+    from dltune.kb import validate_kb
+
+    report = validate_kb(records=args.records)
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.table())
+    return 0

@@ -1,0 +1,36 @@
+"""The knowledge base: designed measurement suites, their records and provenance, validation.
+
+``build_kb`` measures a suite into a resumable folder; ``export_kb`` compresses a folder into the
+package (the shipped knowledge base, ``load_shipped_records``); ``validate_kb`` scores the
+surrogates and the recommendation leave-one-workload-out.
+"""
+
+from __future__ import annotations
+
+from dltune.kb._build import BuildResult, build_kb, default_build_dir
+from dltune.kb._store import (
+    RecordStore,
+    export_kb,
+    load_shipped_records,
+    read_jsonl,
+    shipped_kb_path,
+    shipped_provenance_path,
+)
+from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite, run_key
+
+__all__ = [
+    "SUITES",
+    "BuildResult",
+    "PlannedRun",
+    "RecordStore",
+    "SuiteWorkload",
+    "build_kb",
+    "default_build_dir",
+    "export_kb",
+    "load_shipped_records",
+    "plan_suite",
+    "read_jsonl",
+    "run_key",
+    "shipped_kb_path",
+    "shipped_provenance_path",
+]

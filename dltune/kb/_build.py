@@ -1,0 +1,253 @@
+"""``build_kb``: measure a suite into a resumable knowledge-base folder, with its provenance."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import platform
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import DltuneError, ParameterError
+from dltune._validation import check_float
+from dltune.kb._store import RecordStore
+from dltune.kb._suite import PlannedRun, SuiteWorkload, plan_suite
+from dltune.measure._record import now_iso
+
+__all__ = ["BuildResult", "build_kb", "default_build_dir"]
+
+NOISE_NOTE = (
+    "Measured on a shared machine while other jobs (tests, builds) ran on the same cores: "
+    "training times carry that noise; repeats (kind 'repeat', another seed) show its size."
+)
+
+
+@dataclass
+class BuildResult:
+    """What one ``build_kb`` call did."""
+
+    folder: Path
+    planned: int
+    done_before: int
+    measured: int
+    failed: int
+    stopped_by: str  # "complete", "budget", "signal"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "folder": str(self.folder)}
+
+
+def default_build_dir(suite: str) -> Path:
+    from dltune._paths import cache_dir
+
+    return cache_dir() / "kb" / suite
+
+
+@contextlib.contextmanager
+def _lock(folder: Path) -> Iterator[None]:
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise DltuneError(f"Another 'dltune kb build' is writing {str(folder)!r}.") from exc
+        yield
+
+
+@contextlib.contextmanager
+def _stop_on_signals(flag: dict[str, bool]) -> Iterator[None]:
+    """SIGTERM / SIGINT finish the run in progress, then stop (the folder stays consistent)."""
+
+    def handler(signum, frame):  # noqa: ARG001
+        flag["stop"] = True
+
+    previous = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: no signal handling
+        pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _library_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for dist in ("dltune", "numpy", "scikit-learn", "scipy", "torch", "tensorflow-cpu", "keras"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[dist] = md.version(dist)
+    return out
+
+
+def _write_provenance(folder: Path, data: dict[str, Any]) -> None:
+    path = folder / "provenance.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    tmp.replace(path)
+
+
+def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
+                plan: list[PlannedRun], budget_s: float | None) -> dict[str, Any]:
+    from dltune.hardware import Hardware
+
+    path = folder / "provenance.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    hw = Hardware.detect()
+    return {
+        "suite": suite,
+        "frameworks": frameworks,
+        "machine": {**hw.to_dict(), "fingerprint": hw.fingerprint, "target": hw.target},
+        "host_versions": _library_versions(),
+        "sessions": old.get("sessions", []) + [{"command": command, "started_at": now_iso(),
+                                                 "budget_s": budget_s}],
+        "workloads": [w.to_dict() | {"name": w.name} for w in {p.workload.name: p.workload for p in plan}.values()],
+        "planned_runs": len(plan),
+        "design": (
+            "Per workload x framework: scrambled Sobol configurations over optimizer, learning "
+            "rate (log range per optimizer), batch size 16..256, epochs 1..max_epochs and threads "
+            "(1 thread pinned to 1 core = the 1-core hardware target, or all usable cores); the "
+            "framework's default preset with epochs capped at the workload's max_epochs "
+            "(published defaults run 11-350 epochs); the first configurations repeated with seed 1. "
+            "Runs are dealt in rounds, cheapest first, so a budget-limited build covers every pair."
+        ),
+        "notes": NOISE_NOTE,
+    }
+
+
+def build_kb(
+    suite: str = "reference",
+    out: str | Path | None = None,
+    frameworks: list[str] | None = None,
+    budget_hours: float | None = None,
+    configs_per_pair: int = 24,
+    repeats: int = 3,
+    progress: bool | Callable[[dict[str, Any]], None] = False,
+    command: str | None = None,
+    pool=None,
+) -> BuildResult:
+    """Measure ``suite`` into ``out`` (append-only ``records.jsonl`` + ``provenance.json``).
+
+    Already measured runs (same key) are skipped, so calling it again resumes. It stops starting
+    runs when ``budget_hours`` of this call have passed, or after SIGTERM / SIGINT (the run in
+    progress finishes and is stored).
+
+    Args:
+        frameworks: backends to measure; default: those available among torch, tensorflow,
+            mxnet and theano.
+        progress: True for a progress bar on stderr, or a callable given each stored entry.
+    """
+    from dltune._bench import interpreter_for
+    from dltune._workload import Workload
+    from dltune.backends import BACKENDS
+    from dltune.config import usable_cores
+
+    if budget_hours is not None:
+        budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
+    if frameworks is None:
+        frameworks = []
+        for name in ("torch", "tensorflow", "mxnet", "theano"):
+            with contextlib.suppress(DltuneError):
+                interpreter_for(name)
+                frameworks.append(name)
+        if not frameworks:
+            raise ParameterError("No backend is available to measure; install torch or tensorflow.")
+    else:
+        for name in frameworks:
+            if name not in BACKENDS:
+                raise ParameterError(
+                    f"The 'frameworks' parameter must hold backends among {{{', '.join(BACKENDS)}}}. "
+                    f"Got {name!r} instead."
+                )
+            interpreter_for(name)
+    folder = Path(out) if out is not None else default_build_dir(suite)
+    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, usable_cores()))
+    budget_s = None if budget_hours is None else budget_hours * 3600.0
+    command = command or " ".join(sys.argv)
+    store = RecordStore(folder)
+    stop = {"stop": False}
+    with _lock(folder), _stop_on_signals(stop):
+        done = store.done_keys()
+        todo = [p for p in plan if p.key not in done]
+        provenance = _provenance(folder, suite, frameworks, command, plan, budget_s)
+        _write_provenance(folder, provenance)
+        own_pool = pool is None
+        if own_pool:
+            from dltune.runtime import WorkerPool
+
+            # Warm workers for every framework x thread setting, so nothing is imported twice.
+            pool = WorkerPool(max_workers=2 * len(frameworks))
+        bar = None
+        if progress is True:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(plan), initial=len(plan) - len(todo), desc=f"kb {suite}",
+                       unit="run", file=sys.stderr)
+        workloads: dict[str, Workload] = {}
+        measured = failed = 0
+        stopped_by = "complete"
+        started = time.monotonic()
+        try:
+            for run in todo:
+                if stop["stop"]:
+                    stopped_by = "signal"
+                    break
+                if budget_s is not None and time.monotonic() - started >= budget_s:
+                    stopped_by = "budget"
+                    break
+                workload = workloads.get(run.workload.name)
+                if workload is None:
+                    workload = _load(run.workload)
+                    workloads[run.workload.name] = workload
+                record = _measure(workload, run, pool)
+                entry_kb = {"key": run.key, "suite": suite, "kind": run.kind, "round": run.round,
+                            "repeat": run.repeat, "suite_workload": run.workload.name}
+                store.append(record, entry_kb)
+                measured += 1
+                failed += 0 if record.ok else 1
+                if bar is not None:
+                    bar.set_postfix_str(f"{run.config.framework} {run.workload.name}"[:60])
+                    bar.update()
+                elif callable(progress):
+                    progress({**record.to_dict(), "kb": entry_kb})
+        finally:
+            if bar is not None:
+                bar.close()
+            if own_pool:
+                pool.close()
+            provenance["sessions"][-1].update(
+                finished_at=now_iso(), measured=measured, failed=failed, stopped_by=stopped_by
+            )
+            entries = store.entries()
+            provenance["records"] = len(entries)
+            provenance["records_ok"] = sum(1 for e in entries if e.get("status") == "ok")
+            provenance["framework_versions"] = sorted(
+                {json.dumps(e.get("versions", {}), sort_keys=True) for e in entries if e.get("versions")}
+            )
+            provenance["measured_from"] = min((e["started_at"] for e in entries), default=None)
+            provenance["measured_to"] = max((e["finished_at"] for e in entries), default=None)
+            _write_provenance(folder, provenance)
+    return BuildResult(folder, len(plan), len(plan) - len(todo), measured, failed, stopped_by)
+
+
+def _load(spec: SuiteWorkload):
+    from dltune._workload import Workload
+
+    return Workload.from_name(spec.dataset, spec.model, **spec.params)
+
+
+def _measure(workload, run: PlannedRun, pool):
+    from dltune._bench import measure
+
+    return measure(workload, run.config, pool=pool)

@@ -1,0 +1,122 @@
+"""Knowledge-base storage: an append-only JSON-lines file of measurement records.
+
+Each line is a :class:`~dltune.measure.Measurement` dict plus a ``kb`` entry (the run's key,
+suite, kind and round). Appends are flushed and fsync'ed line by line, so a build killed at
+any moment leaves every finished run on disk and at most one torn last line, which readers
+skip. The shipped knowledge base is the same format, gzip-compressed, inside the package.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import ParameterError
+from dltune.measure import Measurement
+
+__all__ = [
+    "RecordStore",
+    "SHIPPED_NAME",
+    "read_jsonl",
+    "shipped_kb_path",
+    "shipped_provenance_path",
+    "load_shipped_records",
+    "export_kb",
+]
+
+SHIPPED_NAME = "reference"
+
+
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Each well-formed line of a (possibly gzip-compressed) JSON-lines file."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue  # a torn last line of an interrupted build
+
+
+class RecordStore:
+    """The records of one knowledge-base build folder (``records.jsonl``).
+
+    Not safe for two writers at once; :func:`~dltune.kb.build_kb` holds a lock file for that.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / "records.jsonl"
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every stored line (measurement dict with its ``kb`` entry)."""
+        return list(read_jsonl(self.path)) if self.path.exists() else []
+
+    def done_keys(self) -> set[str]:
+        return {e["kb"]["key"] for e in self.entries() if isinstance(e.get("kb"), dict)}
+
+    def records(self) -> list[Measurement]:
+        return [Measurement.from_dict(e) for e in self.entries()]
+
+    def append(self, record: Measurement, kb: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({**record.to_dict(), "kb": kb}, sort_keys=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _package_kb_dir() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def shipped_kb_path() -> Path:
+    """The knowledge base shipped inside the package."""
+    return _package_kb_dir() / f"{SHIPPED_NAME}.jsonl.gz"
+
+
+def shipped_provenance_path() -> Path:
+    return _package_kb_dir() / f"{SHIPPED_NAME}_provenance.json"
+
+
+def load_shipped_records(path: str | Path | None = None) -> list[Measurement]:
+    """The shipped knowledge base's records (empty when none is shipped)."""
+    path = Path(path) if path is not None else shipped_kb_path()
+    if not path.exists():
+        return []
+    return [Measurement.from_dict(e) for e in read_jsonl(path)]
+
+
+def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool = False) -> dict[str, Any]:
+    """Compress a build folder's records and provenance into ``out`` (default: the package).
+
+    Writes ``reference.jsonl.gz`` (records, in the order measured) and
+    ``reference_provenance.json``; returns a summary.
+    """
+    source = Path(source)
+    store = RecordStore(source)
+    if not store.path.exists():
+        raise ParameterError(f"The 'source' folder {str(source)!r} holds no records.jsonl.")
+    out = Path(out) if out is not None else _package_kb_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    entries = [e for e in store.entries() if not ok_only or e.get("status") == "ok"]
+    target = out / f"{SHIPPED_NAME}.jsonl.gz"
+    # mtime=0 keeps the compressed file byte-identical for identical records.
+    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
+        for entry in entries:
+            fh.write((json.dumps(entry, sort_keys=True) + "\n").encode())
+    provenance_src = source / "provenance.json"
+    provenance = json.loads(provenance_src.read_text()) if provenance_src.exists() else {}
+    provenance["shipped_records"] = len(entries)
+    provenance["shipped_ok"] = sum(1 for e in entries if e.get("status") == "ok")
+    (out / f"{SHIPPED_NAME}_provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
+    return {"records": len(entries), "ok": provenance["shipped_ok"], "path": str(target)}

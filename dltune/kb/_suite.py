@@ -1,0 +1,195 @@
+"""The designed measurement suites of the knowledge base: workloads x frameworks x configurations.
+
+A suite is a list of :class:`PlannedRun`, ordered so that a build cut short by its budget still
+covers every workload and framework: runs are dealt out in rounds (round ``r`` holds the
+``r``-th configuration of every workload x framework pair), cheapest workloads first within a
+round. The configurations of a pair are a scrambled Sobol sequence, whose every prefix is
+space-filling, plus the framework's own default preset (epochs capped for the budget), plus a
+few repeats (another seed) to measure the noise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from dltune._validation import check_choice, check_int
+from dltune.config import ThreadConfig, TrainConfig
+
+__all__ = ["SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
+
+# Learning-rate range per optimizer: one unit-interval dimension maps to a sensible log range.
+_LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
+_BATCH_SIZES = (16, 32, 64, 128, 256)
+_OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+@dataclass(frozen=True)
+class SuiteWorkload:
+    """One workload of a suite: a data set with its parameters and a model preset."""
+
+    dataset: str
+    model: str
+    params: dict[str, Any] = field(default_factory=dict)
+    max_epochs: int = 6
+
+    @property
+    def name(self) -> str:
+        shown = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()) if k != "seed")
+        return f"{self.dataset}[{shown}]-{self.model}" if shown else f"{self.dataset}-{self.model}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "model": self.model, "params": dict(self.params),
+                "max_epochs": self.max_epochs}
+
+
+def _syn(model: str, n_train: int, size: int, channels: int, classes: int, difficulty: float,
+         max_epochs: int = 6, n_test: int | None = None) -> SuiteWorkload:
+    params = dict(n_train=n_train, n_test=n_test or max(200, min(2000, n_train // 4)),
+                  height=size, width=size, channels=channels, classes=classes,
+                  difficulty=difficulty, seed=0)
+    return SuiteWorkload("synthetic", model, params, max_epochs)
+
+
+# The reference suite: samples 300..20,000; inputs 8x8..32x32; 1 and 3 channels; 2..10 classes;
+# difficulty 0.2..0.9; models mlp / lenet / cifar_quick; plus the real digits data.
+SUITES: dict[str, list[SuiteWorkload]] = {
+    "reference": [
+        SuiteWorkload("digits", "mlp"),
+        SuiteWorkload("digits", "lenet"),
+        _syn("mlp", 300, 8, 1, 4, 0.3),
+        _syn("mlp", 2000, 16, 1, 10, 0.6),
+        _syn("lenet", 1500, 16, 1, 6, 0.5, max_epochs=5),
+        _syn("mlp", 5000, 12, 3, 5, 0.8, max_epochs=5),
+        _syn("cifar_quick", 800, 32, 3, 10, 0.4, max_epochs=4),
+        _syn("mlp", 20000, 8, 1, 10, 0.5, max_epochs=4),
+        _syn("lenet", 3000, 32, 1, 2, 0.9, max_epochs=4),
+        _syn("cifar_quick", 3000, 16, 3, 8, 0.6, max_epochs=4),
+    ],
+    # A few seconds in all: what the tests build for real.
+    "tiny": [
+        SuiteWorkload("digits", "mlp", {"n_train": 300, "n_test": 150}, max_epochs=3),
+        _syn("mlp", 200, 8, 1, 3, 0.2, max_epochs=3, n_test=100),
+        _syn("mlp", 400, 8, 1, 5, 0.7, max_epochs=3, n_test=100),
+    ],
+}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One measurement to make: a workload, a configuration, and which repeat it is."""
+
+    workload: SuiteWorkload
+    config: TrainConfig
+    repeat: int
+    kind: str  # "space-filling", "preset" or "repeat"
+    round: int
+    est_cost: float
+
+    @property
+    def key(self) -> str:
+        return run_key(self.workload, self.config, self.repeat)
+
+
+def run_key(workload: SuiteWorkload, config: TrainConfig, repeat: int) -> str:
+    """A stable hash of what a run measures: the build skips keys it already has."""
+    payload = json.dumps([workload.to_dict(), config.to_dict(), repeat], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def _threads(n: int) -> ThreadConfig:
+    # One thread runs pinned to one core: the 1-core hardware target of this machine.
+    return ThreadConfig(intra_op=1, inter_op=1, blas=1, cores=1) if n == 1 else ThreadConfig.uniform(n)
+
+
+def _sobol(n: int, dims: int, seed: int):
+    from scipy.stats import qmc
+
+    m = max(1, math.ceil(math.log2(max(n, 2))))
+    return qmc.Sobol(d=dims, scramble=True, seed=seed).random_base2(m)[:n]
+
+
+def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> TrainConfig:
+    optimizer = _OPTIMIZERS[min(int(u[0] * 3), 2)]
+    low, high = _LR_RANGE[optimizer]
+    lr = float(math.exp(math.log(low) + u[1] * (math.log(high) - math.log(low))))
+    batch = _BATCH_SIZES[min(int(u[2] * len(_BATCH_SIZES)), len(_BATCH_SIZES) - 1)]
+    epochs = 1 + min(int(u[3] * max_epochs), max_epochs - 1)
+    threads = 1 if max_threads == 1 else (1 if u[4] < 0.5 else max_threads)
+    return TrainConfig(
+        framework=framework, optimizer=optimizer, learning_rate=round(lr, 6),
+        momentum=0.9, batch_size=batch, epochs=epochs, seed=0,
+        threads=_threads(threads), timeout_s=900.0,
+    )
+
+
+def _preset(framework: str, workload: SuiteWorkload, channels: int, max_threads: int) -> TrainConfig | None:
+    name = {"torch": "torch", "tensorflow": "tensorflow", "theano": "theano"}.get(framework, "caffe")
+    dataset = "cifar10" if channels == 3 else "mnist"
+    from dltune.config import available_presets
+
+    if name not in available_presets(dataset):
+        name = "caffe"
+    config = TrainConfig.preset(name, dataset, framework=framework)
+    # The published defaults run 11-350 epochs; the suite caps them (recorded in the provenance).
+    return config.replace(
+        epochs=min(config.epochs, workload.max_epochs), early_stopping_patience=None,
+        threads=_threads(max_threads), timeout_s=900.0,
+    )
+
+
+def _cost(workload: SuiteWorkload, config: TrainConfig) -> float:
+    """A rough relative cost, only for ordering: samples x epochs x (model weight + per-batch)."""
+    p = workload.params
+    n = int(p.get("n_train", 1347))
+    pixels = int(p.get("height", 8)) * int(p.get("width", 8)) * int(p.get("channels", 1))
+    model = {"mlp": 0.2, "lenet": 3.0, "cifar_quick": 6.0}.get(workload.model, 1.0) * pixels / 64
+    per_batch = 64.0 / config.batch_size
+    return config.epochs * n * (model + per_batch) / (config.threads.intra_op or 2)
+
+
+def plan_suite(
+    suite: str = "reference",
+    frameworks: list[str] | None = None,
+    configs_per_pair: int = 24,
+    repeats: int = 3,
+    max_threads: int = 2,
+    seed: int = 0,
+) -> list[PlannedRun]:
+    """Every run of ``suite`` in build order (see the module docstring)."""
+    check_choice("suite", suite, sorted(SUITES))
+    check_int("configs_per_pair", configs_per_pair, 1, 4096)
+    check_int("repeats", repeats, 0, 64)
+    check_int("max_threads", max_threads, 1, 4096)
+    frameworks = list(frameworks or ["torch", "tensorflow"])
+    workloads = SUITES[suite]
+    per_pair: dict[tuple[int, str], list[tuple[TrainConfig, int, str]]] = {}
+    for w_index, workload in enumerate(workloads):
+        channels = int(workload.params.get("channels", 1))
+        for framework in frameworks:
+            # Seeded by names, not positions: adding a framework later keeps the others' runs.
+            units = _sobol(configs_per_pair, 5, seed + zlib.crc32(f"{workload.name}/{framework}".encode()))
+            runs = [(_config_from_unit(framework, u, workload.max_epochs, max_threads), 0,
+                     "space-filling") for u in units]
+            preset = _preset(framework, workload, channels, max_threads)
+            if preset is not None:
+                runs.insert(min(1, len(runs)), (preset, 0, "preset"))
+            # Repeats of the first configurations (another seed) come last: they show the noise.
+            for config, _, _ in runs[:repeats]:
+                runs.append((config.replace(seed=1), 1, "repeat"))
+            per_pair[(w_index, framework)] = runs
+    plan: list[PlannedRun] = []
+    rounds = max(len(v) for v in per_pair.values())
+    for r in range(rounds):
+        batch = []
+        for (w_index, _framework), runs in per_pair.items():
+            if r < len(runs):
+                config, repeat, kind = runs[r]
+                workload = workloads[w_index]
+                batch.append(PlannedRun(workload, config, repeat, kind, r, _cost(workload, config)))
+        plan.extend(sorted(batch, key=lambda p: p.est_cost))
+    return plan
