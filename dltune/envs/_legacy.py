@@ -156,7 +156,7 @@ class _EnvState:
 class LegacyRuntime:
     """The legacy virtual environment at ``path``.
 
-    ``path`` defaults to ``$DLTUNE_LEGACY_ENV``, else ``cache_dir()/legacy-py3.11``. Creating
+    ``path`` defaults to ``$DLTUNE_LEGACY_ENV``, else ``cache_dir()/legacy``. Creating
     the object touches nothing; :meth:`install` makes or repairs the environment (installs in
     the same folder take turns through a lock file), :meth:`probe` imports the frameworks in it.
 
@@ -168,7 +168,7 @@ class LegacyRuntime:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
             env = os.environ.get("DLTUNE_LEGACY_ENV")
-            path = Path(env).expanduser() if env else cache_dir() / "legacy-py3.11"
+            path = Path(env).expanduser() if env else cache_dir() / "legacy"
         self.path = Path(path).expanduser().absolute()
         self.actions: tuple[str, ...] = ()
 

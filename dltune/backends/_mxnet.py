@@ -1,0 +1,222 @@
+"""MXNet backend: a hybridized Gluon ``HybridSequential``, run in the legacy runtime.
+
+MXNet reads its thread settings (``OMP_NUM_THREADS``, ``MXNET_CPU_WORKER_NTHREADS``,
+``MXNET_ENGINE_TYPE``) once, when it is imported, so the parent puts them in the worker's
+environment (see :func:`dltune.envs.mxnet_env`) and this module only imports MXNet.
+
+The update rules are PyTorch's (see :class:`dltune.config.TrainConfig`): plain SGD and Adam go
+through MXNet's fused update operators with the arguments that make them equal to PyTorch's
+(Adam's bias corrections folded into the learning rate and epsilon); momentum is written out,
+because MXNet's ``sgd_mom_update`` keeps ``-lr * buffer`` and so differs once the learning
+rate changes between batches.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from dltune.backends._base import Trainer
+from dltune.models._spec import (
+    Activation,
+    AvgPool2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    MaxPool2D,
+    ModelSpec,
+)
+
+__all__ = ["MXNetTrainer", "TRAINER", "build_gluon_model"]
+
+# How many batches the Python loop may queue ahead of MXNet's asynchronous engine.
+_MAX_QUEUED_BATCHES = 16
+_PREDICT_CHUNK = 1024
+
+
+def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
+    """The spec as a Gluon network on NCHW inputs (canonical flatten order is native)."""
+    shapes = spec.shapes()
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        for layer, shape in zip(spec.layers, shapes):
+            if isinstance(layer, Conv2D):
+                pad = layer.kernel // 2 if layer.padding == "same" else 0
+                net.add(
+                    gluon.nn.Conv2D(
+                        layer.filters, layer.kernel, strides=layer.stride, padding=pad,
+                        in_channels=shape[0], layout="NCHW",
+                    )
+                )
+            elif isinstance(layer, MaxPool2D):
+                net.add(gluon.nn.MaxPool2D(layer.size, layer.stride))
+            elif isinstance(layer, AvgPool2D):
+                net.add(gluon.nn.AvgPool2D(layer.size, layer.stride))
+            elif isinstance(layer, Flatten):
+                net.add(gluon.nn.Flatten())
+            elif isinstance(layer, Dense):
+                net.add(gluon.nn.Dense(layer.units, in_units=shape[0]))
+            elif isinstance(layer, Activation):
+                net.add(gluon.nn.Activation(layer.function))
+            elif isinstance(layer, Dropout):
+                net.add(gluon.nn.Dropout(layer.rate))
+            else:
+                raise TypeError(f"mxnet backend cannot build layer {layer.kind!r}")
+    return net
+
+
+def _param_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
+    return [b for b in net if isinstance(b, (gluon.nn.Conv2D, gluon.nn.Dense))]
+
+
+class MXNetTrainer(Trainer):
+    name = "mxnet"
+    SUPPORTS_GPU = False
+
+    @classmethod
+    def setup(cls, threads: dict[str, Any]) -> None:
+        # Every thread setting MXNet has is read at import from the environment the parent
+        # built; nothing can be changed afterwards. Start the engine now so that its threads
+        # exist (and are counted) before training.
+        mx.nd.zeros((1,)).wait_to_read()
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(mx.__version__)
+
+    @classmethod
+    def thread_info(cls) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "engine": os.environ.get("MXNET_ENGINE_TYPE", "ThreadedEnginePerDevice"),
+            # The engine's CPU worker pool; MXNet's default is one thread.
+            "engine_worker_threads": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1")),
+            "mkldnn": bool(mx.runtime.Features().is_enabled("MKLDNN")),
+        }
+        try:
+            from threadpoolctl import threadpool_info
+        except ImportError:
+            return info
+        for pool in threadpool_info():
+            path = pool.get("filepath", "")
+            if pool["user_api"] == "openmp":
+                # The OpenMP runtime MXNet's operators (and oneDNN) run on: intra-op threads.
+                info["intra_op"] = pool["num_threads"]
+                info["openmp_library"] = os.path.basename(path)
+            elif pool["user_api"] == "blas" and os.sep + "mxnet" + os.sep in path:
+                info["blas_threads"] = pool["num_threads"]
+        return info
+
+    def build(self, params: list[np.ndarray]) -> None:
+        cfg = self.config
+        if cfg.get("device") == "cuda":
+            raise ValueError("The mxnet backend runs on the CPU only (the legacy wheel has no CUDA).")
+        mx.random.seed(int(cfg["seed"]))
+        self.ctx = mx.cpu()
+        self.net = build_gluon_model(self.spec)
+        self.net.initialize(ctx=self.ctx)
+        tensors = iter(params)
+        self.params: list[Any] = []
+        for block in _param_blocks(self.net):
+            w, b = next(tensors), next(tensors)
+            block.weight.set_data(mx.nd.array(w if w.ndim == 4 else w.T, ctx=self.ctx))
+            block.bias.set_data(mx.nd.array(b, ctx=self.ctx))
+            self.params += [block.weight, block.bias]
+        self.net.hybridize(static_alloc=True)
+        self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        self.kind = cfg["optimizer"]
+        self.decay = float(cfg.get("weight_decay", 0.0))
+        self.mu = float(cfg.get("momentum", 0.0))
+        zeros = [mx.nd.zeros(p.shape, ctx=self.ctx) for p in self.params]
+        self.slots = zeros if self.kind in ("momentum", "adam") else []
+        self.slots2 = [mx.nd.zeros(p.shape, ctx=self.ctx) for p in self.params] if self.kind == "adam" else []
+        self.steps = 0
+
+    def load_data(self, x_train, y_train, x_test, y_test) -> None:
+        self.x_train = mx.nd.array(np.ascontiguousarray(x_train), ctx=self.ctx, dtype=np.float32)
+        self.y_train = mx.nd.array(y_train, ctx=self.ctx, dtype=np.float32)
+        self.x_test = mx.nd.array(np.ascontiguousarray(x_test), ctx=self.ctx, dtype=np.float32)
+
+    def _forward_backward(self, idx: Any) -> Any:
+        xb = mx.nd.take(self.x_train, idx)
+        yb = mx.nd.take(self.y_train, idx)
+        with autograd.record(train_mode=True):
+            loss = self.loss_fn(self.net(xb), yb).mean()
+        loss.backward()
+        return loss
+
+    def compile(self) -> None:
+        # Build both cached graphs (training with gradients, inference) on real shapes.
+        # Gradients are written but no update is applied, so the weights stay as built.
+        n = min(int(self.config["batch_size"]), int(self.x_train.shape[0]))
+        self._forward_backward(mx.nd.arange(n, ctx=self.ctx)).wait_to_read()
+        self.net(self.x_test[:_PREDICT_CHUNK]).wait_to_read()
+        mx.nd.waitall()
+
+    def _update(self, lr: float) -> None:
+        decay = self.decay
+        if self.kind == "sgd":
+            for p in self.params:
+                w = p.data()
+                mx.nd.sgd_update(w, p.grad(), lr=lr, wd=decay, out=w)
+        elif self.kind == "momentum":
+            for p, buf in zip(self.params, self.slots):
+                w, g = p.data(), p.grad()
+                buf *= self.mu
+                buf += g
+                if decay:
+                    buf += decay * w
+                w -= lr * buf
+        else:
+            self.steps += 1
+            c1 = 1.0 - 0.9**self.steps
+            c2 = math.sqrt(1.0 - 0.999**self.steps)
+            # PyTorch: w -= lr / c1 * m / (sqrt(v) / c2 + eps); adam_update: w -= lr' * m / (sqrt(v) + eps').
+            for p, m, v in zip(self.params, self.slots, self.slots2):
+                w = p.data()
+                mx.nd.adam_update(
+                    w, p.grad(), m, v, lr=lr * c2 / c1, beta1=0.9, beta2=0.999,
+                    epsilon=1e-8 * c2, wd=decay, out=w,
+                )
+
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        order = mx.nd.array(np.concatenate(batches), ctx=self.ctx, dtype=np.int64)
+        total = mx.nd.zeros((1,), ctx=self.ctx)
+        start = 0
+        for i, (batch, lr) in enumerate(zip(batches, lrs.tolist())):
+            size = len(batch)
+            loss = self._forward_backward(order[start : start + size])
+            self._update(lr)
+            total += loss * size
+            start += size
+            if (i + 1) % _MAX_QUEUED_BATCHES == 0:
+                total.wait_to_read()
+        result = float(total.asscalar()) / start
+        mx.nd.waitall()
+        return result
+
+    def predict(self) -> np.ndarray:
+        n = int(self.x_test.shape[0])
+        parts = [
+            self.net(self.x_test[i : i + _PREDICT_CHUNK]).argmax(axis=1).asnumpy()
+            for i in range(0, n, _PREDICT_CHUNK)
+        ]
+        return np.concatenate(parts).astype(np.int64)
+
+    def get_params(self) -> list[np.ndarray]:
+        result = []
+        for p in self.params:
+            a = p.data().asnumpy()
+            result.append(np.ascontiguousarray(a.T) if a.ndim == 2 else a)
+        return result
+
+    def count_params(self) -> int:
+        return int(sum(p.data().size for p in self.net.collect_params().values()))
+
+
+TRAINER = MXNetTrainer

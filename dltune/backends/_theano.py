@@ -1,0 +1,240 @@
+"""Theano backend: a symbolic graph (``conv2d`` / ``pool_2d``) compiled to C, in the legacy runtime.
+
+Theano reads ``THEANO_FLAGS`` once, on import. The parent sets it (:func:`dltune.envs.theano_flags`:
+explicit BLAS flags, since Theano's own BLAS probe fails on numpy 1.23, and a compile cache under
+dltune's cache dir); a worker started without it gets the same flags computed here. Compiling
+the training and prediction functions happens in :meth:`TheanoTrainer.compile`, so it is timed
+apart from training; with a warm compile cache it mostly loads compiled modules.
+
+Update rules are PyTorch's (see :class:`dltune.config.TrainConfig`), written as Theano updates.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+if "THEANO_FLAGS" not in os.environ:
+    from dltune.envs._flags import theano_flags
+    from dltune.envs._legacy import LegacyRuntime
+
+    os.environ["THEANO_FLAGS"] = theano_flags(runtime=LegacyRuntime(sys.prefix))
+
+import numpy as np  # noqa: E402
+import theano  # noqa: E402
+import theano.tensor as T  # noqa: E402
+from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
+from theano.tensor.nnet import conv2d  # noqa: E402
+from theano.tensor.signal.pool import pool_2d  # noqa: E402
+
+from dltune.backends._base import Trainer  # noqa: E402
+from dltune.models._spec import (  # noqa: E402
+    Activation,
+    AvgPool2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    MaxPool2D,
+    ModelSpec,
+)
+
+__all__ = ["TheanoTrainer", "TRAINER", "build_graph"]
+
+_PREDICT_CHUNK = 1024
+_FLOAT = "float32"
+_ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
+
+
+def build_graph(
+    spec: ModelSpec,
+    x: Any,
+    params: list[Any],
+    dropout_rng: MRG_RandomStreams | None,
+) -> Any:
+    """The logits of ``spec`` applied to the symbolic NCHW batch ``x`` with shared ``params``.
+
+    ``dropout_rng`` turns dropout on (training graph); None gives the inference graph.
+    """
+    shapes = spec.shapes()
+    tensors = iter(params)
+    h = x
+    for layer, shape in zip(spec.layers, shapes):
+        if isinstance(layer, Conv2D):
+            w, b = next(tensors), next(tensors)
+            h = conv2d(
+                h,
+                w,
+                input_shape=(None, *shape),
+                filter_shape=(layer.filters, shape[0], layer.kernel, layer.kernel),
+                border_mode="half" if layer.padding == "same" else "valid",
+                subsample=(layer.stride, layer.stride),
+                # The canonical layout is cross-correlation (as in PyTorch, TF, MXNet).
+                filter_flip=False,
+            )
+            h = h + b.dimshuffle("x", 0, "x", "x")
+        elif isinstance(layer, (MaxPool2D, AvgPool2D)):
+            mode = "max" if isinstance(layer, MaxPool2D) else "average_exc_pad"
+            h = pool_2d(
+                h, ws=(layer.size, layer.size), stride=(layer.stride, layer.stride),
+                ignore_border=True, mode=mode,
+            )
+        elif isinstance(layer, Flatten):
+            h = h.flatten(2)
+        elif isinstance(layer, Dense):
+            w, b = next(tensors), next(tensors)
+            h = T.dot(h, w) + b
+        elif isinstance(layer, Activation):
+            h = _ACTIVATIONS[layer.function](h)
+        elif isinstance(layer, Dropout):
+            if dropout_rng is not None and layer.rate > 0:
+                keep = 1.0 - layer.rate
+                mask = dropout_rng.binomial(h.shape, p=keep, dtype=_FLOAT)
+                h = h * mask / np.float32(keep)
+        else:
+            raise TypeError(f"theano backend cannot build layer {layer.kind!r}")
+    return h
+
+
+def _blas_threads() -> dict[str, Any]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return {}
+    ldflags = theano.config.blas.ldflags
+    info: dict[str, Any] = {}
+    for pool in threadpool_info():
+        path = pool.get("filepath", "")
+        if pool["user_api"] == "blas" and "dltune-blas" in ldflags and "scipy.libs" in path:
+            # The OpenBLAS Theano's compiled modules link (dltune-blas/libopenblas.so).
+            info["blas_threads"] = pool["num_threads"]
+            info["blas_library"] = os.path.basename(path)
+        elif pool["user_api"] == "openmp":
+            info["openmp_threads"] = pool["num_threads"]
+    if "blas_threads" not in info:
+        # No BLAS linked: Theano's fallback calls numpy's dot, i.e. numpy's OpenBLAS.
+        for pool in threadpool_info():
+            if pool["user_api"] == "blas" and "numpy" in pool.get("filepath", ""):
+                info["blas_threads"] = pool["num_threads"]
+                info["blas_library"] = os.path.basename(pool["filepath"])
+    return info
+
+
+class TheanoTrainer(Trainer):
+    name = "theano"
+    SUPPORTS_GPU = False
+
+    @classmethod
+    def setup(cls, threads: dict[str, Any]) -> None:
+        # Thread counts come from OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, read when the
+        # libraries load; nothing in Theano's API changes them later.
+        if theano.config.device != "cpu":
+            raise RuntimeError(f"the theano backend needs device=cpu, got {theano.config.device}")
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(theano.__version__)
+
+    @classmethod
+    def thread_info(cls) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "openmp": bool(theano.config.openmp),
+            "blas_ldflags": theano.config.blas.ldflags,
+            "compiledir": theano.config.compiledir,
+        }
+        info.update(_blas_threads())
+        # Theano runs one op at a time: there is no inter-op parallelism.
+        info["inter_op"] = 1
+        info["intra_op"] = info.get("blas_threads", 1)
+        return info
+
+    def build(self, params: list[np.ndarray]) -> None:
+        cfg = self.config
+        if cfg.get("device") == "cuda":
+            raise ValueError("The theano backend runs on the CPU only.")
+        self.params = [
+            theano.shared(np.asarray(p, dtype=_FLOAT), name=f"p{i}", borrow=False)
+            for i, p in enumerate(params)
+        ]
+        self.rng = MRG_RandomStreams(int(cfg["seed"]) % 2147462579 + 1)
+        self.kind = cfg["optimizer"]
+        self.decay = float(cfg.get("weight_decay", 0.0))
+        self.mu = float(cfg.get("momentum", 0.0))
+        self._train_fn = self._predict_fn = None
+
+    def load_data(self, x_train, y_train, x_test, y_test) -> None:
+        self.x_train = theano.shared(np.ascontiguousarray(x_train, dtype=_FLOAT), borrow=True)
+        self.y_train = theano.shared(np.ascontiguousarray(y_train, dtype=np.int64), borrow=True)
+        self.x_test = np.ascontiguousarray(x_test, dtype=_FLOAT)
+
+    def _updates(self, loss: Any, lr: Any) -> list[tuple[Any, Any]]:
+        grads = T.grad(loss, self.params)
+        decay = np.float32(self.decay)
+        updates: list[tuple[Any, Any]] = []
+        if self.kind == "adam":
+            step = theano.shared(np.float32(0.0), name="adam_t")
+            t = step + np.float32(1.0)
+            updates.append((step, t))
+            correction1 = np.float32(1.0) - np.float32(0.9) ** t
+            correction2 = np.float32(1.0) - np.float32(0.999) ** t
+        for p, g in zip(self.params, grads):
+            if self.decay:
+                g = g + decay * p
+            if self.kind == "sgd":
+                updates.append((p, p - lr * g))
+            elif self.kind == "momentum":
+                buf = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_buf")
+                new_buf = np.float32(self.mu) * buf + g
+                updates += [(buf, new_buf), (p, p - lr * new_buf)]
+            else:
+                m = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_m")
+                v = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_v")
+                new_m = np.float32(0.9) * m + np.float32(0.1) * g
+                new_v = np.float32(0.999) * v + np.float32(0.001) * T.sqr(g)
+                denom = T.sqrt(new_v / correction2) + np.float32(1e-8)
+                updates += [(m, new_m), (v, new_v), (p, p - lr / correction1 * new_m / denom)]
+        return updates
+
+    def compile(self) -> None:
+        idx = T.lvector("idx")
+        lr = T.scalar("lr", dtype=_FLOAT)
+        x = T.tensor4("x", dtype=_FLOAT)
+        logits = build_graph(self.spec, x, self.params, self.rng)
+        y = T.lvector("y")
+        loss = T.nnet.categorical_crossentropy(T.nnet.softmax(logits), y).mean()
+        self._train_fn = theano.function(
+            [idx, lr],
+            loss,
+            updates=self._updates(loss, lr),
+            givens={x: self.x_train[idx], y: self.y_train[idx]},
+            name="dltune_train_step",
+        )
+        x_eval = T.tensor4("x_eval", dtype=_FLOAT)
+        prediction = T.argmax(build_graph(self.spec, x_eval, self.params, None), axis=1)
+        self._predict_fn = theano.function([x_eval], prediction, name="dltune_predict")
+
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        if self._train_fn is None:
+            self.compile()
+        step = self._train_fn
+        total = 0.0
+        for idx, lr in zip(batches, lrs.astype(np.float32)):
+            total += float(step(idx, lr)) * len(idx)
+        return total / sum(len(b) for b in batches)
+
+    def predict(self) -> np.ndarray:
+        if self._predict_fn is None:
+            self.compile()
+        n = len(self.x_test)
+        parts = [self._predict_fn(self.x_test[i : i + _PREDICT_CHUNK]) for i in range(0, n, _PREDICT_CHUNK)]
+        return np.concatenate(parts).astype(np.int64)
+
+    def get_params(self) -> list[np.ndarray]:
+        return [np.array(p.get_value(borrow=False)) for p in self.params]
+
+    def count_params(self) -> int:
+        return int(sum(p.get_value(borrow=True).size for p in self.params))
+
+
+TRAINER = TheanoTrainer
