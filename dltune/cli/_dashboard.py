@@ -1,0 +1,38 @@
+"""``dltune dashboard``: serve optuna-dashboard on dltune's storage, on loopback by default."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage", help="database URL (default: $DLTUNE_STORAGE or sqlite:///dltune.db)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dltune._validation import check_int
+    from dltune.tuning._storage import default_storage_url, mask_url, open_storage
+
+    check_int("port", args.port, 1, 65535)
+    try:
+        from optuna_dashboard import run_server
+    except ImportError:
+        from dltune._errors import BackendUnavailableError
+
+        raise BackendUnavailableError(
+            "The dashboard needs optuna-dashboard. Install it with: pip install 'dltune[dashboard]'"
+        ) from None
+    url = args.storage or default_storage_url()
+    storage = open_storage(url, heartbeat=False)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"dltune dashboard: warning: binding {args.host} exposes the studies to the network",
+              file=sys.stderr)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"optuna-dashboard for {mask_url(url)} at http://{host}:{args.port}/ (Ctrl+C stops)",
+          file=sys.stderr, flush=True)
+    run_server(storage, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,203 @@
+"""One trial: sample a configuration, measure it in a worker, record everything on the trial."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dltune._errors import ParameterError
+from dltune.config import TrainConfig
+from dltune.measure import Measurement
+from dltune.tuning._space import SearchSpace
+
+__all__ = ["OBJECTIVES", "Objective", "TrialRunner", "check_constraints", "check_objectives",
+           "record_from_trial"]
+
+# objective name -> (metric in Measurement.metrics, direction, label for the dashboard)
+OBJECTIVES: dict[str, tuple[str, str, str]] = {
+    "accuracy": ("test_accuracy", "maximize", "test accuracy"),
+    "train_time": ("train_time_s", "minimize", "training time (s)"),
+    "peak_memory": ("peak_rss_mb", "minimize", "peak memory (MB)"),
+}
+_ALIASES = {"time": "train_time", "memory": "peak_memory"}
+
+# constraint name -> (metric, sign): feasible when sign * (metric - bound) <= 0
+CONSTRAINTS: dict[str, tuple[str, int]] = {
+    "max_train_time_s": ("train_time_s", 1),
+    "max_memory_mb": ("peak_rss_mb", 1),
+    "min_accuracy": ("test_accuracy", -1),
+}
+
+_CHUNK = 50_000  # characters per user attribute: well inside every database's text column
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    metric: str
+    direction: str
+    label: str
+
+
+def check_objectives(objectives: str | Sequence[str]) -> list[Objective]:
+    """Objective names -> :class:`Objective` list; ``both`` means accuracy and training time."""
+    if isinstance(objectives, str):
+        objectives = ["accuracy", "train_time"] if objectives == "both" else [objectives]
+    names = [_ALIASES.get(o, o) for o in objectives]
+    if not names or len(set(names)) != len(names) or any(n not in OBJECTIVES for n in names):
+        raise ParameterError(
+            "The 'objectives' parameter must be distinct names from "
+            f"{{{', '.join(OBJECTIVES)}}} (or 'both'). Got {list(objectives)!r} instead."
+        )
+    return [Objective(n, *OBJECTIVES[n]) for n in names]
+
+
+def check_constraints(constraints: Mapping[str, float] | None) -> dict[str, float]:
+    """Validate ``{"max_train_time_s": 10, "max_memory_mb": 2000, "min_accuracy": 0.9}``."""
+    from dltune._validation import check_float
+
+    out: dict[str, float] = {}
+    for name, bound in dict(constraints or {}).items():
+        if name not in CONSTRAINTS:
+            raise ParameterError(
+                f"Unknown constraint {name!r}. Known constraints: {', '.join(CONSTRAINTS)}."
+            )
+        high = 1.0 if name == "min_accuracy" else None
+        out[name] = check_float(name, bound, 0.0, high, low_open=name != "min_accuracy")
+    return out
+
+
+def constraint_values(metrics: Mapping[str, Any], constraints: Mapping[str, float]) -> list[float]:
+    """Optuna's constraint values (<= 0 is feasible) for a run's metrics."""
+    values = []
+    for name, bound in constraints.items():
+        metric, sign = CONSTRAINTS[name]
+        value = metrics.get(metric)
+        values.append(float("inf") if value is None else sign * (float(value) - bound))
+    return values
+
+
+def _store_record(trial: Any, record: Measurement) -> None:
+    text = record.to_json()
+    if len(text) <= _CHUNK:
+        trial.set_user_attr("measurement", json.loads(text))
+        return
+    chunks = [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)]
+    for i, chunk in enumerate(chunks):
+        trial.set_user_attr(f"measurement.{i}", chunk)
+    trial.set_user_attr("measurement.chunks", len(chunks))
+
+
+def record_from_trial(trial: Any) -> Measurement | None:
+    """The :class:`Measurement` a trial stored, or None (a trial from before it finished)."""
+    attrs = trial.user_attrs
+    if "measurement" in attrs:
+        return Measurement.from_dict(attrs["measurement"])
+    if "measurement.chunks" in attrs:
+        text = "".join(attrs[f"measurement.{i}"] for i in range(int(attrs["measurement.chunks"])))
+        return Measurement.from_json(text)
+    return None
+
+
+@contextlib.contextmanager
+def _startup_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Set start-up knobs in this process's environment, which the worker inherits, then restore.
+
+    The worker pool keys workers by their whole environment, so a knob value gets a worker
+    started with it.
+    """
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class TrialRunner:
+    """Runs one Optuna trial as one real measurement.
+
+    Returns ``(state, values)`` for ``study.tell``: COMPLETE with the objective values, PRUNED
+    when the pruner stopped training, FAIL (reason in ``fail_reason``) when the run failed.
+    """
+
+    def __init__(
+        self,
+        workload: Any,
+        framework: str,
+        space: SearchSpace,
+        base: TrainConfig,
+        objectives: Sequence[Objective],
+        constraints: Mapping[str, float] | None = None,
+        *,
+        prune: bool = False,
+        storage: Any = None,
+        pool: Any = None,
+    ) -> None:
+        self.workload = workload
+        self.framework = framework
+        self.space = space
+        self.base = base.replace(framework=framework)
+        self.objectives = list(objectives)
+        self.constraints = dict(constraints or {})
+        self.prune = prune and len(self.objectives) == 1 and self.objectives[0].name == "accuracy"
+        self.storage = storage
+        self.pool = pool
+
+    def __call__(self, trial: Any) -> tuple[Any, list[float] | None]:
+        from optuna.trial import TrialState
+
+        from dltune._bench import measure
+
+        values = self.space.sample(trial)
+        config, env = self.space.to_config(values, self.base)
+        config.validate(max_cores=self.space.cores)
+        trial.set_user_attr("framework", self.framework)
+        trial.set_user_attr("config", config.to_dict())
+        trial.set_user_attr("startup_env", env)
+
+        def on_epoch(message: dict[str, Any]) -> bool:
+            step, accuracy = int(message["epoch"]) - 1, float(message["test_accuracy"])
+            if len(self.objectives) == 1:
+                if self.objectives[0].name == "accuracy":
+                    trial.report(accuracy, step)
+                    return not (self.prune and trial.should_prune())
+            elif self.storage is not None:
+                # Trial.report refuses multi-objective studies; the storage keeps the curve
+                # anyway so that the dashboard can draw it. Nothing prunes on it.
+                self.storage.set_trial_intermediate_value(trial._trial_id, step, accuracy)
+            return True
+
+        with _startup_environment(env):
+            record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool)
+        _store_record(trial, record)
+        metrics = record.metrics
+        trial.set_user_attr("status", record.status)
+        if not record.ok:
+            error = record.error or {}
+            trial.set_user_attr("fail_reason", error.get("message", "unknown failure"))
+            trial.set_user_attr("fail_kind", error.get("kind", "unknown"))
+            return TrialState.FAIL, None
+        for key in ("test_accuracy", "train_time_s", "test_time_s", "peak_rss_mb",
+                    "cpu_percent_mean", "epochs_run"):
+            if metrics.get(key) is not None:
+                trial.set_user_attr(key, metrics[key])
+        if self.constraints:
+            trial.set_user_attr("constraints", constraint_values(metrics, self.constraints))
+        if metrics.get("stopped") == "pruned":
+            return TrialState.PRUNED, None
+        results = [metrics.get(o.metric) for o in self.objectives]
+        if any(v is None or v != v for v in results):
+            missing = [o.metric for o, v in zip(self.objectives, results) if v is None or v != v]
+            trial.set_user_attr("fail_reason", f"the run reported no value for {missing}")
+            trial.set_user_attr("fail_kind", "no_metric")
+            return TrialState.FAIL, None
+        return TrialState.COMPLETE, [float(v) for v in results]

@@ -1,0 +1,283 @@
+"""Where studies live: storage URLs, password masking, heartbeats, and who may add a trial.
+
+Policy for dead workers: every storage dltune opens records a heartbeat for each running trial
+(every ``heartbeat_interval`` seconds, from a thread of the process running the trial). A
+RUNNING trial whose heartbeat is older than ``grace_period`` seconds belongs to a process that
+died (SIGKILL, power loss): the next process to look at the study marks it FAIL, with
+``fail_reason`` in its user attributes, and re-queues its parameters as a WAITING trial (once),
+so the search loses nothing. Nothing stays RUNNING forever as long as any process touches the
+study again.
+
+Exactly-N semantics: a process adds a trial only while it holds the study's *reservation lock*
+and only while COMPLETE + RUNNING trials number fewer than the target, so any number of
+processes together never complete more than the target (a PostgreSQL advisory lock; a lock file
+next to a SQLite database; a process-local lock for in-memory storage).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import DltuneError, ParameterError
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "StorageError",
+    "SQLiteWriters",
+    "default_storage_url",
+    "mask_url",
+    "open_storage",
+    "reservation_lock",
+    "sqlite_path",
+]
+
+DEFAULT_STORAGE = "sqlite:///dltune.db"
+HEARTBEAT_INTERVAL_S = 10
+GRACE_PERIOD_S = 60
+
+_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql")
+
+
+class StorageError(DltuneError, RuntimeError):
+    """A storage could not be opened or used; the message never holds a password."""
+
+
+def default_storage_url() -> str:
+    """``$DLTUNE_STORAGE`` (keeps passwords out of command lines), else ``sqlite:///dltune.db``."""
+    return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (safe to print and log)."""
+    return re.sub(r"(?P<head>[a-z][a-z0-9+.-]*://[^/:@\s]*:)(?P<pw>[^@/\s]*)@",
+                  lambda m: f"{m['head']}***@", url, flags=re.IGNORECASE)
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` with the URL's password removed wherever it appears."""
+    match = re.match(r"[a-z][a-z0-9+.-]*://[^/:@\s]*:(?P<pw>[^@/\s]+)@", url, flags=re.IGNORECASE)
+    text = mask_url(text.replace(url, mask_url(url)))
+    if match:
+        from urllib.parse import unquote
+
+        for secret in {match["pw"], unquote(match["pw"])}:
+            text = text.replace(secret, "***")
+    return text
+
+
+def check_url(url: str) -> str:
+    """Validate a storage URL's form; return it."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ParameterError(
+            "The 'storage' parameter must be a database URL such as 'sqlite:///dltune.db' or "
+            f"'postgresql://user:password@host/db'. Got {mask_url(str(url))!r} instead."
+        )
+    scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _SCHEMES:
+        raise ParameterError(
+            f"The 'storage' URL scheme must be one of {{{', '.join(_SCHEMES)}}}. "
+            f"Got {scheme!r} instead."
+        )
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URL (absolute), or None for other storages."""
+    if not url.lower().startswith("sqlite:"):
+        return None
+    rest = url.split("://", 1)[1]
+    if rest in ("", "/", "/:memory:"):
+        return None
+    return Path(rest[1:] if rest.startswith("/") else rest).expanduser().resolve()
+
+
+def open_storage(
+    url: str | None = None,
+    *,
+    heartbeat_interval: int | None = None,
+    grace_period: int | None = None,
+    heartbeat: bool = True,
+) -> Any:
+    """An Optuna ``RDBStorage`` with dltune's heartbeat and stale-trial policy.
+
+    ``heartbeat_interval`` and ``grace_period`` (seconds) default to ``$DLTUNE_HEARTBEAT_S``
+    and ``$DLTUNE_GRACE_S``, else 10 and 60.
+
+    Raises:
+        StorageError: the database cannot be reached (the message has no password).
+    """
+    import optuna
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+    url = check_url(url or default_storage_url())
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {}
+    if heartbeat_interval is None:
+        heartbeat_interval = _env_seconds("DLTUNE_HEARTBEAT_S", HEARTBEAT_INTERVAL_S)
+    if grace_period is None:
+        grace_period = _env_seconds("DLTUNE_GRACE_S", GRACE_PERIOD_S)
+    if heartbeat:
+        kwargs = dict(
+            heartbeat_interval=int(heartbeat_interval),
+            grace_period=int(grace_period),
+            heartbeat_stale_trial_callback=_StaleTrialPolicy(RetryHeartbeatStaleTrialCallback(max_retry=1)),
+        )
+    engine_kwargs = {"pool_pre_ping": True}
+    if path is not None:
+        # Several local processes share one file: wait for its lock rather than fail at once.
+        engine_kwargs = {"connect_args": {"timeout": 60}}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+    except Exception as exc:  # driver errors vary by database; report one clean line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StorageError(f"Cannot open storage {mask_url(url)}: {_scrub(first, url)}") from None
+
+
+def _env_seconds(name: str, default: int) -> int:
+    from dltune._validation import check_int
+
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return check_int(name, int(text), 1, 86400)
+    except ValueError:
+        raise ParameterError(f"The '{name}' variable must be an int in [1, 86400]. Got {text!r} instead.") from None
+
+
+class _StaleTrialPolicy:
+    """Records why a stale trial failed, then re-queues its parameters (at most once)."""
+
+    def __init__(self, retry: Any) -> None:
+        self._retry = retry
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        reason = "stale: no heartbeat within the grace period (its process died or hung)"
+        study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
+        study._storage.set_trial_user_attr(trial._trial_id, "fail_kind", "stale")
+        self._retry(study, trial)
+
+
+# -- the reservation lock --------------------------------------------------------------------
+
+_local_locks: dict[str, threading.Lock] = {}
+_local_guard = threading.Lock()
+
+
+def _lock_key(study_name: str) -> int:
+    """A signed 64-bit key for PostgreSQL advisory locks."""
+    return int.from_bytes(hashlib.sha256(study_name.encode()).digest()[:8], "big", signed=True)
+
+
+@contextlib.contextmanager
+def reservation_lock(storage: Any, study_name: str) -> Iterator[None]:
+    """Hold the study-wide lock under which a process counts trials and adds one."""
+    url = getattr(storage, "url", "")
+    path = sqlite_path(url) if url else None
+    if url.lower().startswith(("postgresql", "postgres")):
+        import sqlalchemy
+
+        with storage.engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": _lock_key(study_name)})
+            try:
+                yield
+            finally:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": _lock_key(study_name)})
+        return
+    if url.lower().startswith("mysql"):
+        import sqlalchemy
+
+        name = "dltune-" + hashlib.sha256(study_name.encode()).hexdigest()[:40]
+        with storage.engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": name})
+            try:
+                yield
+            finally:
+                conn.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": name})
+        return
+    if path is not None:
+        lock_path = path.with_name(path.name + ".lock")
+        with open(lock_path, "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+        return
+    with _local_guard:
+        lock = _local_locks.setdefault(study_name, threading.Lock())
+    with lock:
+        yield
+
+
+# -- several processes on one SQLite file ----------------------------------------------------
+
+
+class SQLiteWriters:
+    """Registers this process as a writer of a SQLite file; warns when others write it too.
+
+    SQLite serialises writers with a file lock: several processes work, but they wait for each
+    other and may time out. Registration is a pid file in ``<db>.writers/``; dead pids are
+    ignored, so a killed process never leaves a false warning behind for long.
+    """
+
+    def __init__(self, url: str, *, expected: int = 1) -> None:
+        self.path = sqlite_path(url)
+        self.expected = expected
+        self._mine: Path | None = None
+
+    def _others(self, folder: Path) -> list[int]:
+        pids = []
+        for entry in folder.glob("*.pid"):
+            try:
+                pid = int(entry.stem)
+            except ValueError:
+                continue
+            if pid == os.getpid():
+                continue
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                entry.unlink(missing_ok=True)
+                continue
+            except PermissionError:
+                pass
+            pids.append(pid)
+        return pids
+
+    def __enter__(self) -> SQLiteWriters:
+        if self.path is None:
+            return self
+        folder = self.path.with_name(self.path.name + ".writers")
+        folder.mkdir(parents=True, exist_ok=True)
+        self._mine = folder / f"{os.getpid()}.pid"
+        self._mine.write_text(str(os.getpid()))
+        others = self._others(folder)
+        if len(others) + 1 > self.expected:
+            warnings.warn(
+                f"{len(others) + 1} processes are writing the SQLite file {self.path.name} at "
+                "once (pids " + ", ".join(str(p) for p in [os.getpid(), *others]) + "). SQLite "
+                "serialises writers, so they wait on each other and may time out; use a "
+                "PostgreSQL storage (--storage postgresql://...) for several workers.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mine is not None:
+            self._mine.unlink(missing_ok=True)
+            self._mine = None
