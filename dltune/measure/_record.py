@@ -112,9 +112,15 @@ class Measurement:
         }
 
 
+_MISSING = object()
+
+
 def _cell(value: Any) -> str:
-    if value is None:
+    """A CSV cell: "" for a key the record does not have, JSON ``null`` for an explicit None."""
+    if value is _MISSING:
         return ""
+    if value is None:
+        return "null"
     if isinstance(value, (dict, list, tuple, bool)):
         return json.dumps(value, sort_keys=True)
     return str(value)
@@ -122,6 +128,8 @@ def _cell(value: Any) -> str:
 
 def _uncell(column: str, text: str) -> Any:
     if text == "":
+        return _MISSING
+    if text == "null":
         return None
     if column.startswith(_STRING_PREFIXES):
         return text
@@ -142,7 +150,7 @@ def write_csv(records: Iterable[Measurement], path: str | Path) -> Path:
         writer = csv.writer(fh)
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_cell(row.get(c)) for c in columns])
+            writer.writerow([_cell(row.get(c, _MISSING)) for c in columns])
     return path
 
 
@@ -156,10 +164,13 @@ def read_csv(path: str | Path) -> list[Measurement]:
             data: dict[str, Any] = {}
             for column, text in zip(columns, row):
                 value = _uncell(column, text)
+                if value is _MISSING:
+                    continue
                 if "." in column:
                     top, sub = column.split(".", 1)
-                    if value is not None or top != "error":
-                        data.setdefault(top, {})[sub] = value
+                    if not isinstance(data.get(top), dict):
+                        data[top] = {}
+                    data[top][sub] = value
                 else:
                     data[column] = value
             records.append(Measurement.from_dict(data))

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dltune._errors import ParameterError
+from dltune.measure import SCHEMA_VERSION, Measurement, load_records, save_records, to_dataframe
+
+
+def _record(framework="torch", status="ok", accuracy=0.95):
+    return Measurement(
+        status=status,
+        workload={"name": "digits-mlp", "dataset": "digits", "fingerprint": "00ab12", "meta": {"n_train": 10}},
+        config={"framework": framework, "batch_size": 64, "learning_rate": 0.05,
+                "threads": {"intra_op": 1, "inter_op": 1, "blas": None, "cores": None}},
+        hardware={"cpu_model": "Xeon 1234", "fingerprint": "0123456789ab", "usable_cores": 2},
+        versions={"framework": "2.13.0", "numpy": "2.0"},
+        metrics={"test_accuracy": accuracy, "train_time_s": 1.5, "curves": [{"epoch": 1, "test_accuracy": accuracy}]}
+        if status == "ok" else {},
+        error=None if status == "ok" else {"kind": "signal", "message": "worker killed by SIGSEGV"},
+    )
+
+
+def test_json_round_trip():
+    record = _record()
+    assert Measurement.from_json(record.to_json()) == record
+    assert record.schema_version == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_file_round_trip(tmp_path, suffix):
+    records = [_record(), _record("tensorflow", accuracy=0.9), _record("torch", status="failed")]
+    path = save_records(records, tmp_path / f"r{suffix}")
+    back = load_records(path)
+    assert [r.to_dict() for r in back] == [r.to_dict() for r in records]
+
+
+def test_json_lines(tmp_path):
+    records = [_record(), _record("tensorflow")]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(r.to_json() for r in records))
+    assert load_records(path) == records
+
+
+def test_dataframe():
+    frame = to_dataframe([_record(), _record("tensorflow", accuracy=0.8)])
+    assert list(frame["config.framework"]) == ["torch", "tensorflow"]
+    assert frame["metrics.test_accuracy"].tolist() == [0.95, 0.8]
+
+
+def test_newer_schema_is_refused():
+    data = _record().to_dict()
+    data["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(ParameterError, match="newer than this dltune"):
+        Measurement.from_dict(data)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ParameterError, match="does not exist"):
+        load_records(tmp_path / "none.csv")
+
+
+def test_summary_row():
+    row = _record().summary_row()
+    assert row["accuracy_pct"] == pytest.approx(95.0)
+    assert json.dumps(row)

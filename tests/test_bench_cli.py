@@ -1,0 +1,102 @@
+"""``dltune bench`` as a user runs it, and the rule that the parent never imports a framework."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dltune.config import usable_cores
+
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor")
+
+
+def test_import_dltune_imports_no_framework():
+    code = "import sys, dltune; print([m for m in %r if m in sys.modules])" % (FRAMEWORK_MODULES,)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_bench_digits_lenet_torch_and_tensorflow(tmp_path):
+    """The issue's acceptance run, in a process that then checks its own sys.modules."""
+    out = tmp_path / "records.json"
+    code = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from dltune.cli import main
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            status = main(["bench", "--workload", "digits", "--model", "lenet",
+                           "--frameworks", "torch,tensorflow", "--epochs", "5", "--json"])
+        loaded = [m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]
+        open({str(out)!r}, "w").write(json.dumps({{"status": status, "stdout": buffer.getvalue(),
+                                                   "loaded": loaded}}))
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=900)
+    result = json.loads(out.read_text())
+    assert result["loaded"] == [], "the parent process imported a framework"
+    assert result["status"] == 0
+    records = json.loads(result["stdout"])  # --json prints the records and nothing else
+    assert [r["config"]["framework"] for r in records] == ["torch", "tensorflow"]
+    accuracies = []
+    for record in records:
+        assert record["status"] == "ok", record["error"]
+        m = record["metrics"]
+        assert m["test_accuracy"] >= 0.90
+        for key in ("train_time_s", "test_time_s", "cpu_percent_mean", "peak_rss_mb"):
+            assert m[key] > 0, key
+        accuracies.append(m["test_accuracy"])
+    assert abs(accuracies[0] - accuracies[1]) <= 0.03
+    assert records[0]["metrics"]["param_count"] == records[1]["metrics"]["param_count"]
+
+
+@pytest.mark.slow
+def test_bench_table_csv_and_threads(cli, tmp_path):
+    out = tmp_path / "r.csv"
+    done = cli("bench", "--workload", "digits", "--data", "n_train=300", "--model", "mlp",
+               "--frameworks", "torch", "--epochs", "1", "--threads", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[1]
+    for column in ("framework", "train s", "test s", "accuracy %", "CPU %", "peak MB"):
+        assert column in header
+    assert "1/1" in done.stdout  # intra/inter-op threads really used
+    from dltune.measure import load_records
+
+    (record,) = load_records(out)
+    assert record.metrics["threads"]["intra_op"] == 1
+
+
+def test_bench_failure_record_then_success(cli):
+    done = cli("bench", "--workload", "digits", "--data", "n_train=200", "--model", "mlp",
+               "--frameworks", "torch", "--epochs", "1", "--fault", "raise", "--repeats", "2", "--json",
+               env={"DLTUNE_ENABLE_FAULTS": "1"})
+    (record,) = json.loads(done.stdout)
+    # The first repeat failed with its reason, the second succeeded in a fresh worker.
+    assert record["status"] == "ok"
+    assert record["metrics"]["repeats_failed"] == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--frameworks", "caffe"], "The 'frameworks' parameter must be a comma-separated subset of"),
+        (["--workload", "imagenet"], "The 'workload' parameter must be one of"),
+        (["--preset", "keras"], "The 'preset' parameter must be one of"),
+        (["--batch-size", "0"], "The 'batch_size' parameter must be an int in [1, 65536]. Got 0 instead."),
+        (["--lr", "-0.1"], "The 'learning_rate' parameter must be a float in (0.0, 10.0]. Got -0.1 instead."),
+        (["--threads", str(usable_cores() + 1)], "The 'threads' parameter must be an int in [1, "),
+        (["--optimizer", "rmsprop"], "The 'optimizer' parameter must be one of"),
+        (["--model", "resnet"], "The 'model' parameter must be one of"),
+        (["--data", "n_train"], "must look like KEY=VALUE"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(cli, args, message):
+    done = cli("bench", "--frameworks", "torch", *args) if "--frameworks" not in args else cli("bench", *args)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert message in lines[0]
