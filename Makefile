@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMPS := .make-stamps
 export DLTUNE_CACHE ?= $(CURDIR)/.cache/dltune
 
-.PHONY: demo test lint legacy clean
+.PHONY: demo test lint legacy system-deps clean
 
 $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
@@ -23,10 +23,24 @@ $(STAMPS)/legacy: $(STAMPS)/venv dltune/envs/_legacy.py
 
 legacy: $(STAMPS)/legacy
 
+# PostgreSQL (distributed-tuning tests start their own server) and Chromium (the report is
+# rendered headless) from Debian's packages, installed when missing and we may.
+system-deps:
+	@need=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$$need postgresql"; \
+	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	if [ -z "$$need" ]; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing$$need from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; \
+	else \
+		echo "note: install$$need (Debian packages) for the tests that need them"; \
+	fi
+
 demo: $(STAMPS)/venv $(STAMPS)/legacy
 	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
 
-test: $(STAMPS)/venv $(STAMPS)/legacy
+test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
 	$(PY) -m pytest -q
 
 lint: $(STAMPS)/venv
