@@ -113,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
         from dltune._errors import BackendUnavailableError
 
         raise BackendUnavailableError("No backend is available here; see `dltune env status`.")
+    # Options are checked before the data set is loaded, so bad input fails at once.
+    configs = configs_from_args(args, frameworks, args.workload)
     workload = load_workload(args)
-    configs = configs_from_args(args, frameworks, workload.dataset.name)
     records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault)
     if args.out:
         save_records(records, args.out)
