@@ -8,7 +8,7 @@ imports only the standard library.
 
 from __future__ import annotations
 
-from dltune.envs._flags import MXNET_ENGINES, mxnet_env, theano_env, theano_flags
+from dltune.envs._flags import MXNET_ENGINES, mxnet_env, pytensor_flags, theano_env, theano_flags
 from dltune.envs._legacy import LEGACY_PINS, LegacyRuntime, ProbeResult, clean_environment
 from dltune.envs._status import (
     BACKEND_NAMES,
@@ -31,6 +31,7 @@ __all__ = [
     "install_command",
     "interpreter_for",
     "mxnet_env",
+    "pytensor_flags",
     "status_command",
     "theano_env",
     "theano_flags",

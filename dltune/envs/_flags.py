@@ -15,7 +15,7 @@ from dltune._validation import check_bool, check_choice, check_int
 if TYPE_CHECKING:
     from dltune.envs._legacy import LegacyRuntime
 
-__all__ = ["MXNET_ENGINES", "mxnet_env", "theano_env", "theano_flags"]
+__all__ = ["MXNET_ENGINES", "mxnet_env", "pytensor_flags", "theano_env", "theano_flags"]
 
 #: MXNet's execution engines: the default runs operators on a pool of
 #: ``MXNET_CPU_WORKER_NTHREADS`` engine threads; NaiveEngine runs them one at a time, in order.
@@ -70,6 +70,24 @@ def theano_flags(
         "floatX": "float32",
         "device": "cpu",
         "openmp": str(openmp),
+    }
+    return ",".join(f"{key}={_escape(value)}" for key, value in flags.items())
+
+
+def pytensor_flags(cache_root: str | os.PathLike[str] | None = None) -> str:
+    """The ``PYTENSOR_FLAGS`` value for a PyTensor worker.
+
+    The compile cache goes under ``cache_root`` (default: ``cache_dir()``) so that it is
+    paid once per machine; ``blas__ldflags`` is set empty on purpose: a pip-installed PyTensor
+    finds no linkable BLAS (numpy's and scipy's wheels rename their symbols), and dltune runs
+    PyTensor's default Numba mode, whose matrix products call scipy's BLAS anyway.
+    """
+    root = Path(cache_root).expanduser() if cache_root is not None else cache_dir()
+    flags = {
+        "base_compiledir": str(root / "pytensor"),
+        "floatX": "float32",
+        "device": "cpu",
+        "blas__ldflags": "",
     }
     return ",".join(f"{key}={_escape(value)}" for key, value in flags.items())
 

@@ -37,6 +37,8 @@ _MAIN = {
         "pip install 'dltune[tensorflow]'",
     ),
     "pytensor": ("pytensor", ("pytensor",), "pip install 'dltune[pytensor]'"),
+    # The framework-free reference backend: numpy alone.
+    "numpy": ("numpy", ("numpy",), "pip install numpy"),
 }
 _LEGACY = ("mxnet", "theano")
 #: Every backend name, main environment first.

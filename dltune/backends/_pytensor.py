@@ -1,0 +1,265 @@
+"""PyTensor backend (Theano's maintained successor), in the main environment.
+
+PyTensor 3 has no ``conv2d`` or pooling op, so both are built from its tensor primitives:
+a convolution is im2col (the kernel's ``k * k`` strided slices of the padded input, stacked)
+followed by one matrix product; pooling reduces the same stacked windows. Max pooling sends
+its gradient to the first maximum of each window, as PyTorch, TensorFlow and MXNet do (a plain
+``max`` would share it among tied inputs). Functions are compiled with PyTensor's default mode
+(the Numba linker in PyTensor 3) in :meth:`PyTensorTrainer.compile`, timed apart from
+training; the compile cache lives under dltune's cache dir.
+
+Update rules are PyTorch's (see :class:`dltune.config.TrainConfig`), written as updates.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+if "PYTENSOR_FLAGS" not in os.environ:
+    from dltune.envs._flags import pytensor_flags
+
+    os.environ["PYTENSOR_FLAGS"] = pytensor_flags()
+
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+with warnings.catch_warnings():
+    # Without a linkable BLAS, PyTensor warns on import about its C backend; dltune uses
+    # the default (Numba) mode, whose matrix products go through scipy's BLAS.
+    warnings.simplefilter("ignore", UserWarning)
+    import pytensor  # noqa: E402
+    import pytensor.tensor as pt  # noqa: E402
+from pytensor.compile.mode import get_default_mode  # noqa: E402
+from pytensor.tensor.special import log_softmax  # noqa: E402
+
+from dltune.backends._base import Trainer  # noqa: E402
+from dltune.models._spec import (  # noqa: E402
+    Activation,
+    AvgPool2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    MaxPool2D,
+    ModelSpec,
+)
+
+__all__ = ["PyTensorTrainer", "TRAINER", "build_graph", "conv2d", "pool2d"]
+
+_PREDICT_CHUNK = 1024
+_FLOAT = "float32"
+
+
+def _windows(x: Any, size: int, stride: int, out_hw: tuple[int, int]) -> Any:
+    """The ``size * size`` strided views of ``x`` (N, C, H, W), stacked: (N, C, size*size, oh, ow).
+
+    Window element (i, j) sits at index ``i * size + j`` (row-major, as in a conv weight).
+    """
+    oh, ow = out_hw
+    views = [
+        x[:, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride]
+        for i in range(size)
+        for j in range(size)
+    ]
+    return pt.stack(views, axis=2)
+
+
+def conv2d(x: Any, w: Any, b: Any, layer: Conv2D, in_shape: tuple[int, ...]) -> Any:
+    """Cross-correlation of ``x`` (N, C, H, W) with ``w`` (F, C, k, k), plus ``b``: im2col + matmul."""
+    c, h, width = in_shape
+    f, oh, ow = layer.output_shape(in_shape)
+    k = layer.kernel
+    if layer.padding == "same":
+        p = k // 2
+        padded = pt.zeros((x.shape[0], c, h + 2 * p, width + 2 * p), dtype=_FLOAT)
+        x = pt.set_subtensor(padded[:, :, p : p + h, p : p + width], x)
+    cols = _windows(x, k, layer.stride, (oh, ow))  # (N, C, k*k, oh, ow)
+    n = x.shape[0]
+    cols = cols.dimshuffle(0, 3, 4, 1, 2).reshape((n * oh * ow, c * k * k))
+    out = pt.dot(cols, w.reshape((f, c * k * k)).T)  # (N*oh*ow, F)
+    return out.reshape((n, oh, ow, f)).dimshuffle(0, 3, 1, 2) + b.dimshuffle("x", 0, "x", "x")
+
+
+def pool2d(x: Any, layer: MaxPool2D | AvgPool2D, in_shape: tuple[int, ...]) -> Any:
+    """Max or average pooling without padding (output size rounds down)."""
+    _, oh, ow = layer.output_shape(in_shape)
+    windows = _windows(x, layer.size, layer.stride, (oh, ow))  # (N, C, s*s, oh, ow)
+    if isinstance(layer, AvgPool2D):
+        return windows.mean(axis=2)
+    first = pt.argmax(windows, axis=2, keepdims=True)  # no gradient flows through the index
+    positions = pt.arange(layer.size * layer.size).reshape((1, 1, -1, 1, 1))
+    return (windows * pt.eq(positions, first).astype(_FLOAT)).sum(axis=2)
+
+
+def build_graph(
+    spec: ModelSpec, x: Any, params: list[Any], rng: Any = None
+) -> tuple[Any, dict[Any, Any]]:
+    """The logits of ``spec`` on the symbolic NCHW batch ``x``, and the RNG's update.
+
+    ``rng`` (a shared random generator) turns dropout on; None gives the inference graph.
+    """
+    shapes = spec.shapes()
+    next_rng = rng
+    tensors = iter(params)
+    h = x
+    for layer, shape in zip(spec.layers, shapes):
+        if isinstance(layer, Conv2D):
+            h = conv2d(h, next(tensors), next(tensors), layer, shape)
+        elif isinstance(layer, (MaxPool2D, AvgPool2D)):
+            h = pool2d(h, layer, shape)
+        elif isinstance(layer, Flatten):
+            h = h.reshape((h.shape[0], -1))
+        elif isinstance(layer, Dense):
+            w, b = next(tensors), next(tensors)
+            h = pt.dot(h, w) + b
+        elif isinstance(layer, Activation):
+            if layer.function == "relu":
+                h = pt.maximum(h, np.float32(0.0))
+            elif layer.function == "tanh":
+                h = pt.tanh(h)
+            else:
+                h = pt.sigmoid(h)
+        elif isinstance(layer, Dropout):
+            if rng is not None and layer.rate > 0:
+                keep = 1.0 - layer.rate
+                next_rng, mask = next_rng.binomial(1, keep, size=h.shape)
+                mask = mask.astype(_FLOAT)
+                h = h * mask / np.float32(keep)
+        else:
+            raise TypeError(f"pytensor backend cannot build layer {layer.kind!r}")
+    return h, ({rng: next_rng} if rng is not None and next_rng is not rng else {})
+
+
+class PyTensorTrainer(Trainer):
+    name = "pytensor"
+    SUPPORTS_GPU = False
+
+    @classmethod
+    def setup(cls, threads: dict[str, Any]) -> None:
+        # BLAS / Numba thread counts come from the environment the parent built
+        # (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS), read when the libraries load.
+        if threads.get("intra_op"):
+            import numba
+
+            numba.set_num_threads(min(int(threads["intra_op"]), numba.config.NUMBA_NUM_THREADS))
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(pytensor.__version__)
+
+    @classmethod
+    def thread_info(cls) -> dict[str, Any]:
+        linker = type(get_default_mode().linker).__name__
+        info: dict[str, Any] = {"linker": linker, "inter_op": 1}
+        try:
+            import numba
+
+            info["numba_threads"] = int(numba.get_num_threads())
+        except ImportError:
+            pass
+        try:
+            from threadpoolctl import threadpool_info
+        except ImportError:
+            return info
+        for pool in threadpool_info():
+            # The BLAS that Numba-compiled matrix products call is scipy's.
+            if pool["user_api"] == "blas" and "scipy" in pool.get("filepath", ""):
+                info["blas_threads"] = pool["num_threads"]
+                info["blas_library"] = os.path.basename(pool["filepath"])
+        info["intra_op"] = info.get("blas_threads", info.get("numba_threads", 1))
+        return info
+
+    def build(self, params: list[np.ndarray]) -> None:
+        cfg = self.config
+        if cfg.get("device") == "cuda":
+            raise ValueError("The pytensor backend runs on the CPU only.")
+        self.params = [
+            pytensor.shared(np.asarray(p, dtype=_FLOAT), name=f"p{i}") for i, p in enumerate(params)
+        ]
+        self.rng = pt.random.shared_rng(seed=int(cfg["seed"]), name="dropout_rng")
+        self.kind = cfg["optimizer"]
+        self.decay = float(cfg.get("weight_decay", 0.0))
+        self.mu = float(cfg.get("momentum", 0.0))
+        self._train_fn = self._predict_fn = None
+
+    def load_data(self, x_train, y_train, x_test, y_test) -> None:
+        self.x_train = pytensor.shared(np.ascontiguousarray(x_train, dtype=_FLOAT), name="x_train")
+        self.y_train = pytensor.shared(np.ascontiguousarray(y_train, dtype=np.int64), name="y_train")
+        self.x_test = np.ascontiguousarray(x_test, dtype=_FLOAT)
+
+    def _updates(self, loss: Any, lr: Any) -> list[tuple[Any, Any]]:
+        grads = pytensor.grad(loss, self.params)
+        decay = np.float32(self.decay)
+        updates: list[tuple[Any, Any]] = []
+        if self.kind == "adam":
+            step = pytensor.shared(np.float32(0.0), name="adam_t")
+            t = step + np.float32(1.0)
+            updates.append((step, t))
+            correction1 = np.float32(1.0) - np.float32(0.9) ** t
+            correction2 = np.float32(1.0) - np.float32(0.999) ** t
+        for p, g in zip(self.params, grads):
+            if self.decay:
+                g = g + decay * p
+            if self.kind == "sgd":
+                updates.append((p, p - lr * g))
+            elif self.kind == "momentum":
+                buf = pytensor.shared(np.zeros_like(p.get_value()), name=f"{p.name}_buf")
+                new_buf = np.float32(self.mu) * buf + g
+                updates += [(buf, new_buf), (p, p - lr * new_buf)]
+            else:
+                m = pytensor.shared(np.zeros_like(p.get_value()), name=f"{p.name}_m")
+                v = pytensor.shared(np.zeros_like(p.get_value()), name=f"{p.name}_v")
+                new_m = np.float32(0.9) * m + np.float32(0.1) * g
+                new_v = np.float32(0.999) * v + np.float32(0.001) * pt.sqr(g)
+                denom = pt.sqrt(new_v / correction2) + np.float32(1e-8)
+                updates += [(m, new_m), (v, new_v), (p, p - lr / correction1 * new_m / denom)]
+        return updates
+
+    def compile(self) -> None:
+        idx = pt.lvector("idx")
+        lr = pt.scalar("lr", dtype=_FLOAT)
+        xb, yb = self.x_train[idx], self.y_train[idx]
+        logits, rng_update = build_graph(self.spec, xb, self.params, self.rng)
+        loss = -log_softmax(logits, axis=1)[pt.arange(yb.shape[0]), yb].mean()
+        updates = self._updates(loss, lr) + list(rng_update.items())
+        self._train_fn = pytensor.function([idx, lr], loss, updates=updates, name="dltune_train_step")
+        x_eval = pt.tensor4("x_eval", dtype=_FLOAT)
+        prediction = pt.argmax(build_graph(self.spec, x_eval, self.params)[0], axis=1)
+        self._predict_fn = pytensor.function([x_eval], prediction, name="dltune_predict")
+        # Numba compiles on first call: pay that here, on copies, so no weight changes.
+        saved = [p.get_value() for p in self.params]
+        states = [(s, s.get_value()) for s in self._train_fn.get_shared() if s not in self.params]
+        n = min(int(self.config["batch_size"]), len(self.x_test), self.x_train.get_value().shape[0])
+        self._train_fn(np.arange(n, dtype=np.int64), np.float32(0.0))
+        self._predict_fn(self.x_test[:n])
+        for p, value in zip(self.params, saved):
+            p.set_value(value)
+        for shared, value in states:
+            shared.set_value(value)
+
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        if self._train_fn is None:
+            self.compile()
+        step = self._train_fn
+        total = 0.0
+        for idx, lr in zip(batches, lrs.astype(np.float32)):
+            total += float(step(np.asarray(idx, dtype=np.int64), lr)) * len(idx)
+        return total / sum(len(b) for b in batches)
+
+    def predict(self) -> np.ndarray:
+        if self._predict_fn is None:
+            self.compile()
+        n = len(self.x_test)
+        parts = [self._predict_fn(self.x_test[i : i + _PREDICT_CHUNK]) for i in range(0, n, _PREDICT_CHUNK)]
+        return np.concatenate(parts).astype(np.int64)
+
+    def get_params(self) -> list[np.ndarray]:
+        return [np.array(p.get_value()) for p in self.params]
+
+    def count_params(self) -> int:
+        return int(sum(p.get_value(borrow=True).size for p in self.params))
+
+
+TRAINER = PyTensorTrainer
