@@ -1,0 +1,360 @@
+"""Tables and findings computed from the records; every number a finding states is in a table."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dltune.report._model import Finding, Table, fmt_mb, fmt_num, fmt_pct, fmt_s, fmt_x
+from dltune.report._reference import published_figures
+
+__all__ = ["Analysis"]
+
+HYPER = ("batch_size", "learning_rate", "epochs", "intra_op", "cores")
+RESOURCES = ("train_time_s", "cpu_pct", "peak_mb", "accuracy_pct")
+_RESOURCE_NAMES = {"train_time_s": "train time", "cpu_pct": "CPU %", "peak_mb": "peak memory",
+                   "accuracy_pct": "accuracy"}
+_SWEEPS = {"batch_size": "batch size", "learning_rate": "learning rate", "epochs": "epochs"}
+
+
+def _finite(x: Any) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+class Analysis:
+    """The study's views of one DataFrame of records (see ``records_frame``)."""
+
+    def __init__(self, frame, dataset_kind: str = "mnist") -> None:
+        self.df = frame
+        self.ok = frame[frame["ok"]]
+        self.dataset_kind = dataset_kind
+        self.has_phases = bool(frame["phases"].map(len).sum())
+        self.frameworks = sorted(self.ok["framework"].unique())
+
+    # --- selections -----------------------------------------------------------------------
+    def phase(self, name: str):
+        """OK records of one phase (every OK record when no record carries phases)."""
+        if not self.has_phases:
+            return self.ok
+        return self.ok[self.ok["phases"].map(lambda p: name in p)]
+
+    def defaults(self):
+        """One record per framework: the framework trained with its own default preset."""
+        from dltune.study import own_preset
+
+        rows = self.phase("defaults")
+        if not self.has_phases:
+            rows = rows[rows.apply(lambda r: r["preset"] == own_preset(r["framework"], self.dataset_kind), axis=1)]
+        return rows.sort_values("started_at").groupby("framework").tail(1).set_index("framework").sort_index()
+
+    # --- tables ---------------------------------------------------------------------------
+    def comparison_table(self) -> Table:
+        from dltune.study import preset_config
+
+        d = self.defaults()
+        pub = published_figures(self.dataset_kind)
+        rows = []
+        for fw in sorted(set(d.index) | set(pub)):
+            p = pub.get(fw, {})
+            if fw in d.index:
+                r = d.loc[fw]
+                try:
+                    full = preset_config(r["preset"], fw, self.dataset_kind).epochs
+                except Exception:  # noqa: BLE001 - an unknown preset name just shows no cap
+                    full = r["epochs"]
+                epochs = fmt_num(r["epochs"]) + (f" (of {full})" if full != r["epochs"] else "")
+                if _finite(r["epochs_run"]) and r["epochs_run"] < r["epochs"]:
+                    epochs += f", stopped at {fmt_num(r['epochs_run'])}"
+                measured = [r["preset"], fmt_num(r["batch_size"]), fmt_num(r["learning_rate"]), epochs,
+                            fmt_s(r["train_time_s"]), fmt_s(r["test_time_s"]),
+                            fmt_pct(r["accuracy_pct"]), fmt_pct(r["cpu_pct"]), fmt_mb(r["peak_mb"])]
+            else:
+                measured = ["–"] * 9
+            published = [fmt_s(p.get("train_time_cpu_s")), fmt_s(p.get("test_time_cpu_s")),
+                         fmt_pct(p.get("accuracy_cpu_pct")), fmt_s(p.get("train_time_gpu_s")),
+                         fmt_pct(p.get("accuracy_gpu_pct"))]
+            rows.append([fw] + measured + published)
+        return Table(
+            "comparison", "Framework comparison: each framework with its own default settings",
+            ["framework", "preset", "batch", "lr", "epochs", "train s", "test s", "accuracy %",
+             "CPU %", "peak MB", "published CPU train s", "published CPU test s",
+             "published CPU acc %", "published GPU train s", "published GPU acc %"],
+            rows,
+            note=f"Published: the original study on {'MNIST' if self.dataset_kind == 'mnist' else 'CIFAR-10'} "
+                 "(Xeon E5-1620 3.6 GHz, GTX 1080 Ti), full-length runs of each framework's own network; "
+                 "measured: this workload on this machine. CPU % is the mean over training, in % of one "
+                 "core. Caffe cannot be installed from any registry; its preset is applied to the others.",
+        )
+
+    def cross_matrix(self, metric: str):
+        """Framework x preset pivot of ``metric`` from the cross-defaults phase."""
+        rows = self.phase("cross_defaults")
+        if rows.empty:
+            return None
+        return rows.pivot_table(index="framework", columns="preset", values=metric, aggfunc="median")
+
+    def cross_table(self) -> Table | None:
+        acc, time = self.cross_matrix("accuracy_pct"), self.cross_matrix("train_time_s")
+        if acc is None:
+            return None
+        rows = [[fw] + [f"{fmt_pct(acc.loc[fw, p])} / {fmt_s(time.loc[fw, p])} s" for p in acc.columns]
+                for fw in acc.index]
+        return Table("cross_defaults", "Defaults do not transfer: accuracy % / training s of each "
+                     "framework (rows) with each framework's default preset (columns)",
+                     ["framework"] + [f"{p} preset" for p in acc.columns], rows)
+
+    def sweep(self, param: str):
+        return self.phase(f"sweep:{param}").sort_values(param)
+
+    def sweep_table(self) -> Table | None:
+        rows = []
+        for param, title in _SWEEPS.items():
+            data = self.sweep(param)
+            for fw, g in data.groupby("framework"):
+                g = g.drop_duplicates(param, keep="last")
+                if len(g) < 2:
+                    continue
+                best = g.loc[g["accuracy_pct"].idxmax()]
+                rows.append([fw, title, ", ".join(fmt_num(v) for v in g[param]),
+                             f"{fmt_pct(g['accuracy_pct'].min())} – {fmt_pct(g['accuracy_pct'].max())}",
+                             f"{fmt_s(g['train_time_s'].min())} – {fmt_s(g['train_time_s'].max())}",
+                             fmt_num(best[param])])
+        if not rows:
+            return None
+        return Table("sweeps", "One-at-a-time sweeps around each framework's defaults",
+                     ["framework", "parameter", "values", "accuracy % (min – max)",
+                      "train s (min – max)", "most accurate at"], rows)
+
+    def threads_frame(self):
+        data = self.phase("threads")
+        if data.empty:
+            return None
+        return data.pivot_table(index="framework", columns="threads", values="train_time_s",
+                                aggfunc="median")
+
+    def threads_table(self) -> Table | None:
+        t = self.threads_frame()
+        if t is None:
+            return None
+        rows = [[fw] + [fmt_s(t.loc[fw, c]) for c in t.columns] for fw in t.index]
+        return Table("threads", "Training seconds per thread / parallel-library setting",
+                     ["framework"] + list(t.columns), rows,
+                     note="intra: intra-op threads; inter: inter-op threads; blas: OpenMP / MKL / "
+                          "OpenBLAS threads; N core(s): the worker pinned to N CPUs (affinity).")
+
+    def correlations(self):
+        """Spearman rank correlation of each hyper-parameter with each resource, and n."""
+        import pandas as pd
+
+        data = self.ok.drop_duplicates("key") if self.ok["key"].notna().any() else self.ok
+        out = {}
+        for h in HYPER:
+            for r in RESOURCES:
+                pair = data[[h, r]].apply(pd.to_numeric, errors="coerce").dropna()
+                if len(pair) >= 4 and pair[h].nunique() > 1 and pair[r].nunique() > 1:
+                    ranks = pair.rank()
+                    out[(h, r)] = (float(ranks[h].corr(ranks[r])), len(pair))
+        return out
+
+    def correlation_table(self) -> Table | None:
+        corr = self.correlations()
+        if not corr:
+            return None
+        rows = []
+        for h in HYPER:
+            cells = [f"{corr[(h, r)][0]:+.2f} (n={corr[(h, r)][1]})" if (h, r) in corr else "–"
+                     for r in RESOURCES]
+            if any(c != "–" for c in cells):
+                rows.append([h] + cells)
+        return Table("correlation", "Spearman correlation between hyper-parameters and resource use "
+                     "(all successful runs)", ["hyper-parameter"] + [_RESOURCE_NAMES[r] for r in RESOURCES],
+                     rows, note="intra_op and cores count only runs that set them.")
+
+    def pareto(self):
+        """The accuracy / training-time Pareto front over every successful run."""
+        data = self.ok.sort_values(["train_time_s", "accuracy_pct"], ascending=[True, False])
+        front, best = [], -math.inf
+        for idx, row in data.iterrows():
+            if row["accuracy_pct"] > best:
+                front.append(idx)
+                best = row["accuracy_pct"]
+        return data.loc[front]
+
+    def pareto_table(self) -> Table:
+        rows = [[r["framework"], r["label"] or _describe(r), fmt_pct(r["accuracy_pct"]),
+                 fmt_s(r["train_time_s"])] for _, r in self.pareto().iterrows()]
+        return Table("pareto", "Accuracy / training-time Pareto front across frameworks",
+                     ["framework", "configuration", "accuracy %", "train s"], rows)
+
+    def tuning(self):
+        """Per framework: its defaults record and its best tuned record."""
+        tuned = self.ok[self.ok["phases"].map(lambda p: "tune" in p)]
+        d = self.defaults()
+        out = {}
+        for fw, g in tuned.groupby("framework"):
+            best = g.loc[g["accuracy_pct"].idxmax()]
+            out[fw] = (d.loc[fw] if fw in d.index else None, best, len(g))
+        return out
+
+    def tuning_table(self) -> Table | None:
+        t = self.tuning()
+        if not t:
+            return None
+        rows = []
+        for fw, (default, best, n) in t.items():
+            gain = None if default is None else best["accuracy_pct"] - default["accuracy_pct"]
+            rows.append([fw, fmt_pct(None if default is None else default["accuracy_pct"]),
+                         fmt_s(None if default is None else default["train_time_s"]), str(n),
+                         fmt_pct(best["accuracy_pct"]), fmt_s(best["train_time_s"]), _describe(best),
+                         "–" if gain is None else f"{gain:+.1f}"])
+        return Table("tuning", "How far a short tune moves each framework from its defaults",
+                     ["framework", "defaults acc %", "defaults train s", "tuning trials",
+                      "tuned best acc %", "its train s", "tuned configuration", "gain (points)"], rows)
+
+    # --- findings -------------------------------------------------------------------------
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        d = self.defaults()
+        if len(d) >= 1:
+            fast, slow = d["train_time_s"].idxmin(), d["train_time_s"].idxmax()
+            tf, ts = d.loc[fast, "train_time_s"], d.loc[slow, "train_time_s"]
+            if len(d) >= 2:
+                out.append(Finding("fastest", f"With its own defaults, {fast} trained fastest "
+                                   f"({fmt_s(tf)} s) and {slow} slowest ({fmt_s(ts)} s), "
+                                   f"{fmt_x(ts / tf)} longer.",
+                                   {"fastest_train_s": tf, "slowest_train_s": ts}))
+            best, worst = d["accuracy_pct"].idxmax(), d["accuracy_pct"].idxmin()
+            ab, aw = d.loc[best, "accuracy_pct"], d.loc[worst, "accuracy_pct"]
+            if len(d) >= 2:
+                out.append(Finding("most_accurate", f"{best} was the most accurate with its own "
+                                   f"defaults ({fmt_pct(ab)} %), {worst} the least ({fmt_pct(aw)} %).",
+                                   {"best_accuracy_pct": ab, "worst_accuracy_pct": aw}))
+                if best == fast:
+                    text = (f"{fast} was both the fastest and the most accurate here "
+                            f"({fmt_s(tf)} s, {fmt_pct(ab)} %).")
+                else:
+                    text = (f"No single framework dominated: the fastest ({fast}, {fmt_s(tf)} s) "
+                            f"reached {fmt_pct(d.loc[fast, 'accuracy_pct'])} %, the most accurate "
+                            f"({best}, {fmt_pct(ab)} %) took {fmt_s(d.loc[best, 'train_time_s'])} s.")
+                out.append(Finding("dominance", text, {"fastest_accuracy_pct": d.loc[fast, "accuracy_pct"],
+                                                       "best_train_s": d.loc[best, "train_time_s"]}))
+                mem, cpu = d["peak_mb"].idxmin(), d["cpu_pct"].idxmin()
+                out.append(Finding("frugal", f"{mem} used the least memory ({fmt_mb(d.loc[mem, 'peak_mb'])} "
+                                   f"MB peak, against {fmt_mb(d['peak_mb'].max())} MB for "
+                                   f"{d['peak_mb'].idxmax()}); {cpu} the least CPU "
+                                   f"({fmt_pct(d.loc[cpu, 'cpu_pct'])} % of one core).",
+                                   {"min_peak_mb": d.loc[mem, "peak_mb"], "max_peak_mb": d["peak_mb"].max(),
+                                    "min_cpu_pct": d.loc[cpu, "cpu_pct"]}))
+        out += self._transfer_findings()
+        out += self._sweep_findings()
+        out += self._thread_findings()
+        out += self._tuning_findings()
+        corr = self.correlations()
+        pairs = {k: v for k, v in corr.items() if k[1] != "accuracy_pct"}
+        if pairs:
+            (h, r), (rho, n) = max(pairs.items(), key=lambda kv: abs(kv[1][0]))
+            out.append(Finding("correlation", f"The strongest link between a hyper-parameter and "
+                               f"resource use: {h} and {_RESOURCE_NAMES[r]}, Spearman {rho:+.2f} over "
+                               f"{n} runs.", {"rho": rho}))
+        return out
+
+    def _transfer_findings(self) -> list[Finding]:
+        from dltune.study import own_preset
+
+        acc = self.cross_matrix("accuracy_pct")
+        if acc is None or acc.shape[0] < 1 or acc.shape[1] < 2:
+            return []
+        out = []
+        best_preset = {fw: acc.loc[fw].idxmax() for fw in acc.index if acc.loc[fw].notna().any()}
+        if len(set(best_preset.values())) > 1:
+            parts = ", ".join(f"{fw}: {p} ({fmt_pct(acc.loc[fw, p])} %)" for fw, p in best_preset.items())
+            out.append(Finding("transfer", f"Defaults do not transfer: the best preset differs by "
+                               f"framework ({parts}).",
+                               {f"best_{fw}": acc.loc[fw, p] for fw, p in best_preset.items()}))
+        elif best_preset:
+            p = next(iter(best_preset.values()))
+            out.append(Finding("transfer", f"The {p} preset was the best for every framework here "
+                               f"({', '.join(f'{fw} {fmt_pct(acc.loc[fw, p])} %' for fw in best_preset)}).",
+                               {f"best_{fw}": acc.loc[fw, p] for fw in best_preset}))
+        drops = []
+        for fw in acc.index:
+            own = own_preset(fw, self.dataset_kind)
+            if own not in acc.columns or not _finite(acc.loc[fw, own]):
+                continue
+            for p in acc.columns:
+                if p != own and _finite(acc.loc[fw, p]):
+                    drops.append((acc.loc[fw, own] - acc.loc[fw, p], fw, p, own))
+        if drops:
+            drop, fw, p, own = max(drops)
+            out.append(Finding("borrowed", f"The largest loss from borrowing defaults: {fw} with the "
+                               f"{p} preset reached {fmt_pct(acc.loc[fw, p])} % against "
+                               f"{fmt_pct(acc.loc[fw, own])} % with its own ({drop:.1f} points).",
+                               {"borrowed_pct": acc.loc[fw, p], "own_pct": acc.loc[fw, own]}))
+        return out
+
+    def _sweep_findings(self) -> list[Finding]:
+        out = []
+        b = self.sweep("batch_size")
+        ratios = []
+        for fw, g in b.groupby("framework"):
+            g = g.drop_duplicates("batch_size", keep="last")
+            if len(g) >= 2:
+                lo, hi = g.iloc[0], g.iloc[-1]
+                ratios.append((lo["train_time_s"] / hi["train_time_s"], fw, lo, hi))
+        if ratios:
+            ratio, fw, lo, hi = max(ratios, key=lambda x: x[0])
+            out.append(Finding("batch_size", f"Batch size moved training time most for {fw}: "
+                               f"{fmt_s(lo['train_time_s'])} s at batch {fmt_num(lo['batch_size'])} against "
+                               f"{fmt_s(hi['train_time_s'])} s at batch {fmt_num(hi['batch_size'])}, with "
+                               f"accuracy {fmt_pct(lo['accuracy_pct'])} % and {fmt_pct(hi['accuracy_pct'])} %.",
+                               {"small_batch_s": lo["train_time_s"], "large_batch_s": hi["train_time_s"]}))
+        spreads = []
+        for fw, g in self.sweep("learning_rate").groupby("framework"):
+            if g["learning_rate"].nunique() >= 2:
+                spreads.append((g["accuracy_pct"].max() - g["accuracy_pct"].min(), fw, g))
+        if spreads:
+            spread, fw, g = max(spreads, key=lambda x: x[0])
+            lo, hi = g.loc[g["accuracy_pct"].idxmin()], g.loc[g["accuracy_pct"].idxmax()]
+            out.append(Finding("learning_rate", f"The learning rate mattered most for {fw}: accuracy "
+                               f"ranged from {fmt_pct(lo['accuracy_pct'])} % (lr {fmt_num(lo['learning_rate'])}) "
+                               f"to {fmt_pct(hi['accuracy_pct'])} % (lr {fmt_num(hi['learning_rate'])}).",
+                               {"lr_min_acc": lo["accuracy_pct"], "lr_max_acc": hi["accuracy_pct"]}))
+        return out
+
+    def _thread_findings(self) -> list[Finding]:
+        t = self.threads_frame()
+        if t is None:
+            return []
+        gaps = []
+        for fw in t.index:
+            row = t.loc[fw].dropna()
+            if len(row) >= 2:
+                gaps.append((row.max() / row.min(), fw, row.idxmin(), row.idxmax(), row))
+        if not gaps:
+            return []
+        ratio, fw, fast, slow, row = max(gaps, key=lambda x: x[0])
+        return [Finding("threads", f"Thread settings changed training time up to {fmt_x(ratio)} for "
+                        f"{fw}: {fmt_s(row[fast])} s with '{fast}' against {fmt_s(row[slow])} s with "
+                        f"'{slow}'.", {"fast_threads_s": row[fast], "slow_threads_s": row[slow]})]
+
+    def _tuning_findings(self) -> list[Finding]:
+        out = []
+        for fw, (default, best, n) in self.tuning().items():
+            if default is None:
+                continue
+            gain = best["accuracy_pct"] - default["accuracy_pct"]
+            out.append(Finding("tuning", f"{n} tuning trials moved {fw} from {fmt_pct(default['accuracy_pct'])} % "
+                               f"({fmt_s(default['train_time_s'])} s) with its defaults to "
+                               f"{fmt_pct(best['accuracy_pct'])} % ({fmt_s(best['train_time_s'])} s), "
+                               f"{gain:+.1f} points.",
+                               {"default_pct": default["accuracy_pct"], "tuned_pct": best["accuracy_pct"]}))
+        return out
+
+
+def _describe(row) -> str:
+    th = row["threads"]
+    parts = [f"{row['optimizer']} lr {fmt_num(row['learning_rate'])}", f"batch {fmt_num(row['batch_size'])}",
+             f"{fmt_num(row['epochs'])} epochs"]
+    if th != "default":
+        parts.append(th)
+    return ", ".join(parts)

@@ -1,0 +1,135 @@
+"""The report's input: study records from a storage or a file, as one tidy DataFrame."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import ParameterError
+from dltune.study._store import DEFAULT_STORAGE, StudyRecord
+
+__all__ = ["load_study_records", "records_frame", "thread_label"]
+
+
+def thread_label(threads: dict[str, Any] | None) -> str:
+    """A short name for a thread setting: ``default``, ``intra 2, blas 1``, ``1 core``..."""
+    t = threads or {}
+    if all(t.get(k) is None for k in ("intra_op", "inter_op", "blas", "cores")):
+        return "default"
+    if t.get("cores") is not None:
+        return f"{t['cores']} core" + ("s" if t["cores"] > 1 else "")
+    parts = [f"intra {t.get('intra_op') or '-'}"]
+    if (t.get("inter_op") or 1) != 1:
+        parts.append(f"inter {t['inter_op']}")
+    blas = t.get("blas") if t.get("blas") is not None else t.get("intra_op")
+    parts.append(f"blas {blas or '-'}")
+    return ", ".join(parts)
+
+
+def _read_file(path: Path) -> list[StudyRecord]:
+    from dltune.measure import load_records
+
+    if not path.exists():
+        raise ParameterError(f"The 'records' file {str(path)!r} does not exist.")
+    if path.suffix == ".csv":
+        return [StudyRecord(m) for m in load_records(path)]
+    text = path.read_text().strip()
+    try:
+        items = json.loads(text) if text.startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise ParameterError(
+            f"The 'records' file {str(path)!r} must hold JSON, JSON lines or CSV records. {exc}"
+        ) from exc
+    return [StudyRecord.from_dict(item) for item in items]
+
+
+def _sqlite_path(url: str) -> Path | None:
+    if url.startswith("sqlite:///"):
+        rest = url[len("sqlite:///"):]
+        return Path(rest) if rest and rest != ":memory:" else None
+    return None
+
+
+def load_study_records(
+    storage: str | None = None, records: str | Path | None = None, workload: str | None = None
+) -> list[StudyRecord]:
+    """Records of one workload from a storage URL or a records file (not both).
+
+    ``workload`` may be the workload name (``digits-lenet``) or the data set name; it is needed
+    only when the source holds more than one workload.
+    """
+    from dltune.study._store import load_storage_records
+
+    if storage is not None and records is not None:
+        raise ParameterError("Give either 'storage' or 'records', not both.")
+    if records is not None:
+        recs = _read_file(Path(records))
+        source = str(records)
+    else:
+        url = storage or DEFAULT_STORAGE
+        path = _sqlite_path(url)
+        if path is not None and not path.exists():
+            raise ParameterError(
+                f"The 'storage' database {str(path)!r} does not exist. Run 'dltune study' first "
+                "or pass --storage / --records."
+            )
+        recs = load_storage_records(url)
+        source = url
+    names = sorted({r.measurement.workload.get("name", "?") for r in recs})
+    if workload is not None:
+        recs = [r for r in recs if workload in (r.measurement.workload.get("name"),
+                                                r.measurement.workload.get("dataset"))]
+    elif len(names) > 1:
+        raise ParameterError(
+            f"The source holds several workloads ({', '.join(names)}); choose one with "
+            f"--workload. Got none."
+        )
+    if not recs:
+        wanted = f" for workload {workload!r}" if workload else ""
+        raise ParameterError(f"No records{wanted} in {source}. Run 'dltune study' first.")
+    return recs
+
+
+def records_frame(records: list[StudyRecord]):
+    """One row per record: configuration, phases, metrics (accuracy in %), thread label."""
+    import pandas as pd
+
+    rows = []
+    for rec in records:
+        m = rec.measurement
+        c, x = m.config, m.metrics
+        th = c.get("threads") or {}
+        acc = x.get("test_accuracy")
+        rows.append({
+            "id": m.id,
+            "key": rec.key,
+            "label": rec.label,
+            "phases": tuple(rec.phases),
+            "framework": m.framework,
+            "preset": c.get("preset_name") or c.get("preset"),
+            "status": m.status,
+            "ok": m.ok and acc is not None,
+            "optimizer": c.get("optimizer"),
+            "learning_rate": c.get("learning_rate"),
+            "batch_size": c.get("batch_size"),
+            "epochs": c.get("epochs"),
+            "epochs_run": x.get("epochs_run"),
+            "intra_op": th.get("intra_op"),
+            "inter_op": th.get("inter_op"),
+            "blas": th.get("blas") if th.get("blas") is not None else th.get("intra_op"),
+            "cores": th.get("cores"),
+            "threads": thread_label(th),
+            "train_time_s": x.get("train_time_s"),
+            "test_time_s": x.get("test_time_s"),
+            "accuracy_pct": None if acc is None else 100.0 * acc,
+            "cpu_pct": x.get("cpu_percent_mean"),
+            "peak_mb": x.get("peak_rss_mb"),
+            "error": (m.error or {}).get("message"),
+            "started_at": m.started_at,
+        })
+    frame = pd.DataFrame(rows)
+    for col in ("learning_rate", "train_time_s", "test_time_s", "accuracy_pct", "cpu_pct", "peak_mb"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return frame

@@ -1,0 +1,306 @@
+"""``run_study``: measure every phase of the plan within the budget, storing as it goes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import BackendUnavailableError, ParameterError
+from dltune._validation import check_float, check_int
+from dltune.config import TrainConfig, usable_cores
+from dltune.study._cost import CostModel
+from dltune.study._defaults import STUDY_FRAMEWORKS
+from dltune.study._plan import PHASE_SHARES, PlannedRun, StudyPlan, plan_study
+from dltune.study._store import StudyRecord, StudyStore
+
+__all__ = ["StudyResult", "run_study", "dataset_kind"]
+
+_GROUP_ORDER = ("defaults", "sweeps", "threads")
+
+
+def dataset_kind(dataset_name: str) -> str:
+    """Which published presets fit a data set: ``cifar10`` for colour images, else ``mnist``."""
+    return "cifar10" if dataset_name.startswith("cifar") else "mnist"
+
+
+@dataclass
+class StudyResult:
+    """What one ``run_study`` call did, and every record the study now holds."""
+
+    workload: str
+    storage: str
+    plan: StudyPlan
+    records: list[StudyRecord]
+    ran: int = 0
+    resumed: int = 0
+    failed: int = 0
+    skipped: list[str] = field(default_factory=list)
+    tune_note: str | None = None
+    elapsed_s: float = 0.0
+    out: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "storage": _mask(self.storage),
+            "frameworks": self.plan.frameworks,
+            "epoch_cap": self.plan.epoch_cap,
+            "planned": len(self.plan.runs),
+            "ran": self.ran,
+            "resumed": self.resumed,
+            "failed": self.failed,
+            "skipped_for_budget": self.skipped,
+            "tune_trials_per_framework": self.plan.tune_trials,
+            "tune_note": self.tune_note,
+            "notes": self.plan.notes,
+            "records": len(self.records),
+            "elapsed_s": round(self.elapsed_s, 1),
+        }
+
+    def summary_text(self) -> str:
+        s = self.summary()
+        lines = [
+            f"study {s['workload']}: {s['ran']} runs measured, {s['resumed']} already stored, "
+            f"{s['failed']} failed, {len(s['skipped_for_budget'])} skipped for the budget "
+            f"({s['elapsed_s']:.0f} s); {s['records']} records in {s['storage']}",
+            f"frameworks: {', '.join(s['frameworks'])}; epochs capped at {s['epoch_cap']}",
+        ]
+        lines += [f"note: {n}" for n in s["notes"]]
+        if s["tune_note"]:
+            lines.append(f"tune: {s['tune_note']}")
+        if self.out:
+            lines.append(f"records and report in {self.out}")
+        lines.append("render it with: dltune report" + (
+            f" --storage {s['storage']}" if self.storage != "sqlite:///dltune.db" else ""))
+        return "\n".join(lines)
+
+
+def _mask(url: str) -> str:
+    """A storage URL without its password."""
+    if "://" in url and "@" in url.split("://", 1)[1]:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+def resolve_frameworks(frameworks: str | list[str]) -> tuple[list[str], list[str]]:
+    """The frameworks to study and notes about those left out as unavailable."""
+    from dltune._bench import interpreter_for
+    from dltune.backends import BACKENDS
+
+    if isinstance(frameworks, str):
+        names = list(STUDY_FRAMEWORKS) if frameworks == "all" else [
+            f.strip() for f in frameworks.split(",") if f.strip()]
+        implicit = frameworks == "all"
+    else:
+        names, implicit = list(frameworks), False
+    if not names:
+        raise ParameterError("The 'frameworks' parameter must name at least one backend. Got none.")
+    chosen, notes = [], []
+    for name in names:
+        if name not in BACKENDS:
+            raise ParameterError(
+                f"The 'frameworks' parameter must be 'all' or a subset of "
+                f"{{{', '.join(BACKENDS)}}}. Got {name!r} instead."
+            )
+        try:
+            interpreter_for(name)
+        except BackendUnavailableError as exc:
+            if not implicit:
+                raise
+            notes.append(f"{name} left out: {exc}")
+            continue
+        chosen.append(name)
+    if not chosen:
+        raise BackendUnavailableError("No framework of the study is available here. " + " ".join(notes))
+    return chosen, notes
+
+
+def _log(progress: bool, text: str) -> None:
+    if progress:
+        print(text, file=sys.stderr, flush=True)
+
+
+def run_study(
+    workload: Any = "digits",
+    *,
+    model: str = "lenet",
+    frameworks: str | list[str] = "all",
+    budget_minutes: float = 20.0,
+    storage: str | None = None,
+    out: str | Path | None = None,
+    epoch_cap: int | None = None,
+    tune: bool = True,
+    progress: bool = True,
+    dataset_params: dict[str, Any] | None = None,
+    pool=None,
+) -> StudyResult:
+    """Run the comparative study on ``workload``; records already stored are not measured again.
+
+    Phases: each framework with its own defaults; every framework with every preset; one-at-a-time
+    sweeps of batch size, learning rate and epochs; thread settings; a short tune per framework.
+    Each group of phases gets a share of the budget (see ``PHASE_SHARES``) and runs whose
+    predicted time does not fit what is left are skipped and listed.
+    """
+    from dltune._bench import measure
+    from dltune._workload import Workload, as_workload
+    from dltune.runtime import WorkerPool
+
+    t_start = time.perf_counter()
+    budget_s = 60.0 * check_float("budget_minutes", budget_minutes, 0.0, 10080.0, low_open=True)
+    if epoch_cap is not None:
+        epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
+    if isinstance(workload, str):
+        wl = Workload.from_name(workload, model, **(dataset_params or {}))
+    else:
+        wl = as_workload(workload, model)
+    chosen, notes = resolve_frameworks(frameworks)
+    store = StudyStore(storage, wl.name)
+    data = wl.dataset
+    cost = CostModel(len(data.y_train), len(data.y_test), wl.model.flops_per_sample)
+    stored = store.stored()
+    for trial in stored.values():
+        cfg = trial.user_attrs.get("record", {}).get("config")
+        wall = trial.user_attrs.get("wall_s")
+        if cfg and wall:
+            cost.observe(TrainConfig.from_dict(cfg), float(wall),
+                         trial.user_attrs["record"].get("metrics"))
+    tune_fn, tune_note = _tune_function() if tune else (None, "tuning phase turned off")
+    plan = plan_study(
+        chosen,
+        workload_fingerprint=data.fingerprint(),
+        model=wl.model.name,
+        n_train=len(data.y_train),
+        cost=cost,
+        budget_s=budget_s,
+        dataset_kind=dataset_kind(data.name),
+        max_cores=usable_cores(),
+        epoch_cap=epoch_cap,
+        with_tune=tune_fn is not None,
+    )
+    plan.notes = notes + plan.notes
+    if plan.dataset_kind == "mnist":
+        plan.notes.append("The 'mxnet' preset is MXNet's Gluon MNIST example defaults (the study "
+                          "published none): SGD momentum 0.9, lr 0.1, batch 100, 10 epochs.")
+    store.merge_membership(plan.membership())
+    store.set_attr("plan", {"frameworks": chosen, "epoch_cap": plan.epoch_cap,
+                            "budget_minutes": budget_minutes, "notes": plan.notes,
+                            "dataset_kind": plan.dataset_kind})
+    result = StudyResult(wl.name, store.storage_url, plan, [], out=str(out) if out else None)
+    _log(progress, f"study {wl.name}: {len(plan.runs)} planned runs over {', '.join(chosen)}, "
+                   f"epochs capped at {plan.epoch_cap}, budget {budget_minutes:g} min")
+
+    shares = {g: PHASE_SHARES[g] for g in _GROUP_ORDER}
+    if tune_fn is not None:
+        shares["tune"] = PHASE_SHARES["tune"]
+    total_share = sum(shares.values())
+    # One warm worker per framework, so the round-robin order does not restart them.
+    own_pool = pool is None
+    pool = pool or WorkerPool(max_workers=len(chosen) + 1)
+    carry = 0.0
+    try:
+        for group in _GROUP_ORDER:
+            allot = budget_s * shares[group] / total_share + carry
+            spent = 0.0
+            runs = [r for r in plan.runs if r.group == group]
+            for i, run in enumerate(runs, 1):
+                if run.key in stored:
+                    result.resumed += 1
+                    continue
+                predicted = cost.predict(run.config)
+                over_total = time.perf_counter() - t_start + predicted > budget_s
+                if spent + predicted > allot or over_total:
+                    result.skipped.append(f"{run.label} ({run.phases[0]}, ~{predicted:.0f} s)")
+                    continue
+                record, wall = _measure_one(measure, wl, run, store, cost, predicted, pool)
+                spent += wall
+                result.ran += 1
+                result.failed += 0 if record.ok else 1
+                elapsed = (time.perf_counter() - t_start) / 60
+                what = (f"acc {100 * record.metrics['test_accuracy']:.1f}%, train "
+                        f"{record.metrics['train_time_s']:.1f} s" if record.ok
+                        else f"FAILED: {(record.error or {}).get('message', '')[:120]}")
+                _log(progress, f"[{group} {i}/{len(runs)}] {run.label}: {what} "
+                               f"(wall {wall:.1f} s; {elapsed:.1f}/{budget_minutes:g} min)")
+            carry = max(allot - spent, 0.0)
+        if tune_fn is not None:
+            allot = budget_s * shares["tune"] / total_share + carry
+            result.tune_note = _tune_phase(tune_fn, wl, chosen, plan, store, allot, progress, pool)
+        else:
+            result.tune_note = tune_note
+    finally:
+        if own_pool:
+            pool.close()
+    result.records = store.records() + _tune_records(store.storage_url, wl.name)
+    result.elapsed_s = time.perf_counter() - t_start
+    if out is not None:
+        _write_out(Path(out), result)
+    return result
+
+
+def _measure_one(measure, wl, run: PlannedRun, store: StudyStore, cost: CostModel,
+                 predicted: float, pool):
+    from dltune.backends import BACKENDS
+
+    config = run.config.replace(timeout_s=min(3600.0, max(300.0, 10 * predicted)))
+    config.validate(list(BACKENDS))
+    t0 = time.perf_counter()
+    record = measure(wl, config, pool=pool)
+    wall = time.perf_counter() - t0
+    record.config = run.config.to_dict()
+    store.add(record, run.key, run.phases, run.label, wall)
+    cost.observe(run.config, wall, record.metrics if record.ok else None)
+    return record, wall
+
+
+def _tune_function():
+    """dltune.tuning.tune when that package is installed, else the reason it is not."""
+    try:
+        from dltune.tuning import tune
+    except ImportError as exc:
+        return None, f"tuning phase skipped: dltune.tuning is not available ({exc})"
+    return tune, None
+
+
+def _tune_phase(tune_fn, wl, frameworks, plan, store, allot_s, progress, pool) -> str:
+    """A short tune per framework in the same storage; its trials are the ``tune`` phase."""
+    done = []
+    per_fw = allot_s / max(len(frameworks), 1)
+    for fw in frameworks:
+        t0 = time.perf_counter()
+        try:
+            tune_fn(wl, frameworks=[fw], n_trials=plan.tune_trials, timeout=max(per_fw, 1.0),
+                    storage=store.storage_url, seed=0, compare_preset=False, progress=False,
+                    pool=pool)
+        except Exception as exc:  # noqa: BLE001 - a failed tune must not lose the study
+            _log(progress, f"[tune] {fw}: failed: {type(exc).__name__}: {exc}")
+            done.append(f"{fw} failed ({type(exc).__name__}: {str(exc)[:100]})")
+            continue
+        _log(progress, f"[tune] {fw}: up to {plan.tune_trials} trials in "
+                       f"{time.perf_counter() - t0:.0f} s (limit {per_fw:.0f} s)")
+        done.append(f"{fw}: up to {plan.tune_trials} trials, {per_fw:.0f} s limit")
+    return "; ".join(done)
+
+
+def _tune_records(storage: str, workload_name: str) -> list[StudyRecord]:
+    from dltune.study._store import STUDY_PREFIX, load_storage_records
+
+    return [r for r in load_storage_records(storage, [workload_name])
+            if not (r.source or "").startswith(STUDY_PREFIX)]
+
+
+def _write_out(out: Path, result: StudyResult) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "records.jsonl").open("w") as fh:
+        for rec in result.records:
+            fh.write(json.dumps(rec.to_dict(), sort_keys=True) + "\n")
+    (out / "summary.json").write_text(json.dumps(result.summary(), indent=1, sort_keys=True))
+    from dltune.report import write_report
+
+    write_report(records=str(out / "records.jsonl"), out=str(out / "report.html"), format="html")

@@ -1,0 +1,223 @@
+"""Study records in an Optuna storage: one trial per measurement, tagged with its phases.
+
+Records live in the study ``dltune-study:<workload>`` (directions: maximise accuracy, minimise
+training time) as trials whose user attributes hold the whole :class:`Measurement` (``record``),
+the study phases (``phase``, ``phases``), a resume key (``key``) and a label. The Optuna
+dashboard and the surrogates read them like any other trial.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dltune._errors import ParameterError
+from dltune.measure._record import Measurement
+
+__all__ = [
+    "STUDY_PREFIX",
+    "StudyRecord",
+    "StudyStore",
+    "load_storage_records",
+    "record_from_attrs",
+    "study_name",
+]
+
+STUDY_PREFIX = "dltune-study:"
+DEFAULT_STORAGE = "sqlite:///dltune.db"
+
+
+def study_name(workload_name: str) -> str:
+    return f"{STUDY_PREFIX}{workload_name}"
+
+
+@dataclass
+class StudyRecord:
+    """A measurement with the study phases it belongs to."""
+
+    measurement: Measurement
+    phases: list[str] = field(default_factory=list)
+    key: str | None = None
+    label: str | None = None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.measurement.to_dict()
+        data["study"] = {"phases": self.phases, "key": self.key, "label": self.label,
+                         "source": self.source}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StudyRecord:
+        extra = data.get("study") or {}
+        return cls(Measurement.from_dict(data), list(extra.get("phases") or []), extra.get("key"),
+                   extra.get("label"), extra.get("source"))
+
+
+def _optuna():
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def record_from_attrs(attrs: dict[str, Any]) -> Measurement | None:
+    """The Measurement a trial stored: the study's ``record`` or tuning's ``measurement``.
+
+    Tuning splits a long record into ``measurement.0``, ``measurement.1``, ... chunks of JSON
+    text with their count in ``measurement.chunks``.
+    """
+    for name in ("record", "measurement"):
+        value = attrs.get(name)
+        if value is None and f"{name}.chunks" in attrs:
+            value = "".join(str(attrs[f"{name}.{i}"]) for i in range(int(attrs[f"{name}.chunks"])))
+        if value is not None:
+            return Measurement.from_dict(json.loads(value) if isinstance(value, str) else value)
+    return None
+
+
+def _distributions():
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    from dltune.backends import BACKENDS
+    from dltune.config import OPTIMIZERS
+
+    return {
+        "framework": CategoricalDistribution(list(BACKENDS)),
+        "optimizer": CategoricalDistribution(list(OPTIMIZERS)),
+        "learning_rate": FloatDistribution(1e-7, 10.0, log=True),
+        "batch_size": IntDistribution(1, 65536, log=True),
+        "epochs": IntDistribution(1, 10000),
+    }
+
+
+class StudyStore:
+    """The Optuna study that holds one workload's study records. Not thread-safe."""
+
+    def __init__(self, storage: str | None, workload_name: str) -> None:
+        optuna = _optuna()
+        self.storage_url = storage or DEFAULT_STORAGE
+        self.name = study_name(workload_name)
+        try:
+            self.study = optuna.create_study(
+                storage=self.storage_url, study_name=self.name,
+                directions=["maximize", "minimize"], load_if_exists=True,
+            )
+        except (ValueError, ImportError) as exc:
+            raise ParameterError(
+                f"The 'storage' parameter must be an Optuna storage URL such as "
+                f"'sqlite:///dltune.db'. Could not open it: {exc}"
+            ) from exc
+        self.study.set_metric_names(["accuracy", "train_time_s"])
+
+    def stored(self) -> dict[str, Any]:
+        """Key -> COMPLETE trial, for every record already measured (failed ones are retried)."""
+        from optuna.trial import TrialState
+
+        out = {}
+        for trial in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            key = trial.user_attrs.get("key")
+            if key:
+                out[key] = trial
+        return out
+
+    def add(self, record: Measurement, key: str, phases: list[str], label: str, wall_s: float) -> None:
+        """Store one finished measurement as a trial (COMPLETE if it ran, FAIL otherwise)."""
+        optuna = _optuna()
+        from optuna.trial import TrialState
+
+        config = record.config
+        dists = _distributions()
+        params = {
+            "framework": config["framework"],
+            "optimizer": config["optimizer"],
+            "learning_rate": float(config["learning_rate"]),
+            "batch_size": int(config["batch_size"]),
+            "epochs": int(config["epochs"]),
+        }
+        ok = record.ok and record.metrics.get("test_accuracy") is not None
+        curves = record.metrics.get("curves") or []
+        trial = optuna.trial.create_trial(
+            state=TrialState.COMPLETE if ok else TrialState.FAIL,
+            values=[float(record.metrics["test_accuracy"]), float(record.metrics["train_time_s"])]
+            if ok else None,
+            params=params,
+            distributions={k: dists[k] for k in params},
+            user_attrs={
+                "record": record.to_dict(),
+                "key": key,
+                "phase": phases[0],
+                "phases": list(phases),
+                "label": label,
+                "wall_s": wall_s,
+                "fail_reason": None if ok else (record.error or {}).get("message"),
+            },
+            intermediate_values={int(c["epoch"]): float(c["test_accuracy"]) for c in curves
+                                 if c.get("test_accuracy") is not None} if ok else None,
+        )
+        self.study.add_trial(trial)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.study.set_user_attr(name, value)
+
+    def merge_membership(self, membership: dict[str, list[str]]) -> None:
+        """Remember which phases each key belongs to (a resumed plan may add phases)."""
+        merged = {k: list(v) for k, v in (self.study.user_attrs.get("membership") or {}).items()}
+        for key, phases in membership.items():
+            merged[key] = merged.get(key, []) + [p for p in phases if p not in merged.get(key, [])]
+        self.study.set_user_attr("membership", merged)
+
+    def records(self) -> list[StudyRecord]:
+        return _study_records(self.study)
+
+
+def _study_records(study, default_phase: str | None = None) -> list[StudyRecord]:
+    """The study's records; of several for one key (failed, then retried) the last ok one."""
+    membership = study.user_attrs.get("membership") or {}
+    out: list[StudyRecord] = []
+    by_key: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if not trial.state.is_finished():
+            continue
+        record = record_from_attrs(trial.user_attrs)
+        if record is None:
+            continue
+        key = trial.user_attrs.get("key")
+        phases = list(trial.user_attrs.get("phases") or [])
+        for phase in membership.get(key, []):
+            if phase not in phases:
+                phases.append(phase)
+        if not phases and default_phase:
+            phases = [default_phase]
+        rec = StudyRecord(record, phases, key, trial.user_attrs.get("label"), study.study_name)
+        if key is not None and key in by_key:
+            if record.ok or not out[by_key[key]].measurement.ok:
+                out[by_key[key]] = rec
+            continue
+        if key is not None:
+            by_key[key] = len(out)
+        out.append(rec)
+    return out
+
+
+def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -> list[StudyRecord]:
+    """Every record in ``storage``: the study's own, and tuning trials tagged ``tune``."""
+    optuna = _optuna()
+    try:
+        names = optuna.get_all_study_names(storage=storage)
+    except Exception as exc:  # noqa: BLE001 - any driver error means the URL is unusable
+        raise ParameterError(
+            f"The 'storage' parameter must be a readable Optuna storage URL. Could not read "
+            f"{storage!r}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
+    wanted = set(workloads) if workloads else None
+    records: list[StudyRecord] = []
+    for name in names:
+        study = optuna.load_study(study_name=name, storage=storage)
+        phase = None if name.startswith(STUDY_PREFIX) else "tune"
+        for rec in _study_records(study, phase):
+            if wanted is None or rec.measurement.workload.get("name") in wanted:
+                records.append(rec)
+    return records
