@@ -74,7 +74,10 @@ def _reserve(study: Any, storage: Any, target: int) -> tuple[Any, int, int]:
         running = len(trials) - complete
         if complete + running >= target:
             return None, complete, running
-        return study.ask(), complete, running
+        with warnings.catch_warnings():
+            # This loop records heartbeats itself (see _Heartbeat), which Optuna cannot know.
+            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+            return study.ask(), complete, running
 
 
 def run_trials(

@@ -176,8 +176,10 @@ class TrialRunner:
                 self.storage.set_trial_intermediate_value(trial._trial_id, step, accuracy)
             return True
 
+        # Test hook, as in dltune.benchmark: honoured only with DLTUNE_ENABLE_FAULTS=1.
+        fault = trial.user_attrs.get("fault") if os.environ.get("DLTUNE_ENABLE_FAULTS") == "1" else None
         with _startup_environment(env):
-            record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool)
+            record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool, fault=fault)
         _store_record(trial, record)
         metrics = record.metrics
         trial.set_user_attr("status", record.status)
@@ -190,8 +192,8 @@ class TrialRunner:
                     "cpu_percent_mean", "epochs_run"):
             if metrics.get(key) is not None:
                 trial.set_user_attr(key, metrics[key])
-        if self.constraints:
-            trial.set_user_attr("constraints", constraint_values(metrics, self.constraints))
+        for name, value in zip(self.constraints, constraint_values(metrics, self.constraints)):
+            trial.set_constraint(name, value)
         if metrics.get("stopped") == "pruned":
             return TrialState.PRUNED, None
         results = [metrics.get(o.metric) for o in self.objectives]

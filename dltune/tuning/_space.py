@@ -72,7 +72,10 @@ class Dimension:
     """One searchable setting.
 
     Exactly one form applies: ``value`` (fixed), ``choices`` (categorical) or ``low``/``high``
-    (a range, sampled on a log scale when ``log``).
+    (a range, sampled on a log scale when ``log``). In specs, a list gives choices, a mapping
+    ``{low, high, log}`` a range, a scalar a fixed value; in :meth:`SearchSpace.narrow`,
+    :meth:`~SearchSpace.widen` and :meth:`~SearchSpace.update`, a tuple ``(low, high)``
+    re-bounds an existing range and keeps its scale.
     """
 
     name: str
@@ -258,7 +261,12 @@ class SearchSpace:
 
     def _with(self, changes: Mapping[str, Any]) -> SearchSpace:
         specs = {name: dim.to_spec() for name, dim in self.dimensions.items()}
-        specs.update(changes)
+        for name, spec in changes.items():
+            current = self.dimensions.get(name)
+            if isinstance(spec, tuple) and len(spec) == 2 and current is not None and current.is_range:
+                # (low, high) re-bounds an existing range and keeps its scale
+                spec = {"low": spec[0], "high": spec[1], "log": current.log}
+            specs[name] = spec
         return SearchSpace(specs, cores=self.cores, defaults=False)
 
     def fix(self, **values: Any) -> SearchSpace:

@@ -3,10 +3,10 @@
 Policy for dead workers: every storage dltune opens records a heartbeat for each running trial
 (every ``heartbeat_interval`` seconds, from a thread of the process running the trial). A
 RUNNING trial whose heartbeat is older than ``grace_period`` seconds belongs to a process that
-died (SIGKILL, power loss): the next process to look at the study marks it FAIL, with
-``fail_reason`` in its user attributes, and re-queues its parameters as a WAITING trial (once),
-so the search loses nothing. Nothing stays RUNNING forever as long as any process touches the
-study again.
+died (SIGKILL, power loss): the next process to look at the study marks it FAIL and re-queues
+its parameters as a WAITING trial (once), so the search loses nothing. The reason is kept in
+the study's user attribute ``stale_trial:<number>`` (a finished trial takes no more
+attributes). Nothing stays RUNNING forever as long as any process touches the study again.
 
 Exactly-N semantics: a process adds a trial only while it holds the study's *reservation lock*
 and only while COMPLETE + RUNNING trials number fewer than the target, so any number of
@@ -128,10 +128,13 @@ def open_storage(
     if grace_period is None:
         grace_period = _env_seconds("DLTUNE_GRACE_S", GRACE_PERIOD_S)
     if heartbeat:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            retry = RetryHeartbeatStaleTrialCallback(max_retry=1)
         kwargs = dict(
             heartbeat_interval=int(heartbeat_interval),
             grace_period=int(grace_period),
-            heartbeat_stale_trial_callback=_StaleTrialPolicy(RetryHeartbeatStaleTrialCallback(max_retry=1)),
+            heartbeat_stale_trial_callback=_StaleTrialPolicy(retry),
         )
     engine_kwargs = {"pool_pre_ping": True}
     if path is not None:
@@ -159,16 +162,21 @@ def _env_seconds(name: str, default: int) -> int:
 
 
 class _StaleTrialPolicy:
-    """Records why a stale trial failed, then re-queues its parameters (at most once)."""
+    """Records why a stale trial failed, then re-queues its parameters (at most once).
+
+    Optuna has already marked the trial FAIL when this runs, and a finished trial takes no
+    more attributes, so the reason goes into the study's attributes, one key per trial.
+    """
 
     def __init__(self, retry: Any) -> None:
         self._retry = retry
 
     def __call__(self, study: Any, trial: Any) -> None:
-        reason = "stale: no heartbeat within the grace period (its process died or hung)"
-        study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", reason)
-        study._storage.set_trial_user_attr(trial._trial_id, "fail_kind", "stale")
+        study.set_user_attr(f"stale_trial:{trial.number}", STALE_REASON)
         self._retry(study, trial)
+
+
+STALE_REASON = "stale: no heartbeat within the grace period (its process died or hung)"
 
 
 # -- the reservation lock --------------------------------------------------------------------

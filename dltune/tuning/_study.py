@@ -41,8 +41,12 @@ def study_name(workload: Any, framework: str, target: str, objectives: Sequence[
     return name
 
 
-def build_sampler(name: Any, seed: int | None, n_objectives: int, constrained: bool) -> Any:
-    """An Optuna sampler from a name (``tpe``, ``random``, ``nsga2``) or a sampler object."""
+def build_sampler(name: Any, seed: int | None) -> Any:
+    """An Optuna sampler from a name (``tpe``, ``random``, ``nsga2``) or a sampler object.
+
+    Constraints need no sampler argument: each trial records its values with
+    ``Trial.set_constraint`` (Optuna 5), which TPE and NSGA-II read.
+    """
     import optuna
 
     if not isinstance(name, str):
@@ -57,20 +61,14 @@ def build_sampler(name: Any, seed: int | None, n_objectives: int, constrained: b
             f"The 'sampler' parameter must be one of {{{', '.join(SAMPLERS)}}} or an Optuna "
             f"sampler. Got {name!r} instead."
         )
-    constraints_func = _read_constraints if constrained else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if name == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         if name == "nsga2":
-            return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constraints_func)
+            return optuna.samplers.NSGAIISampler(seed=seed)
         # Few trials: start modelling after 5 random ones instead of Optuna's 10.
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5,
-                                          constraints_func=constraints_func)
-
-
-def _read_constraints(trial: Any) -> list[float]:
-    return list(trial.user_attrs.get("constraints", [float("inf")]))
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
 
 
 def build_pruner(name: Any, n_objectives: int) -> Any:

@@ -89,15 +89,16 @@ def _hardware(hardware: Any) -> Any:
     return here
 
 
-def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any], framework: str) -> int:
-    """Queue configurations as WAITING trials (sampled dimensions only); returns how many."""
+def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any]) -> int:
+    """Queue configurations as WAITING trials (sampled dimensions only); returns how many.
+
+    A configuration's ``framework`` field is ignored: the study's framework trains it.
+    """
     n = 0
     for item in configs:
         if hasattr(item, "config") and not isinstance(item, Mapping):
             item = item.config
         data = item.to_dict() if isinstance(item, TrainConfig) else dict(item)
-        if data.get("framework", framework) != framework:
-            continue
         params = space.params_for(data)
         if params:
             study.enqueue_trial(params, user_attrs={"enqueued": True}, skip_if_exists=True)
@@ -227,7 +228,8 @@ def tune(
         model: model preset when ``workload`` is a name or arrays.
         workers: K > 1 starts K ``dltune worker`` processes per study (use PostgreSQL).
         warm_start: first try the configurations :func:`dltune.recommend` proposes.
-        enqueue: configurations (TrainConfig, dicts, or objects with ``.config``) to try first.
+        enqueue: configurations (TrainConfig, dicts, or objects with ``.config``) to try first,
+            in every framework's study (their ``framework`` field is ignored).
         compare_preset: also measure each framework's default preset for comparison.
         preset_epochs: cap the preset's epochs (the label then says so).
         base: settings not searched (seed, timeout_s, lr schedule...).
@@ -288,13 +290,13 @@ def tune(
             spec.pruner = spec.pruner or ("median" if len(objs) == 1 and objs[0].name == "accuracy" else "none")
             name = study_name(wl, fw, hw.target, objs)
             study = create_or_load(storage_obj, name, spec,
-                                   build_sampler(sampler, seed, len(objs), bool(cons)),
+                                   build_sampler(sampler, seed),
                                    build_pruner(pruner if pruner is not None else spec.pruner, len(objs)))
             queued = list(enqueue or [])
             if warm_start:
                 queued = _recommended(wl, hw, fw) + queued
             if queued:
-                _enqueue(study, fw_space, queued, fw)
+                _enqueue(study, fw_space, queued)
             if workers == 1:
                 _run_here(study, storage_obj, spec, n_trials, timeout, pool, progress)
             else:
@@ -418,7 +420,7 @@ def run_worker(
     loaded = optuna.load_study(
         study_name=study,
         storage=storage_obj,
-        sampler=build_sampler(spec.sampler, seed, len(spec.objectives), bool(spec.constraints)),
+        sampler=build_sampler(spec.sampler, seed),
         # A pruner object given to tune() is stored by class name; workers rebuild only named ones.
         pruner=build_pruner(spec.pruner if spec.pruner in PRUNERS else "none", len(spec.objectives)),
     )

@@ -1,0 +1,188 @@
+"""tune(): real trials on the numpy backend, resume, failures, SIGKILL mid-trial, enqueueing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from dltune import ParameterError, TrainConfig, tune
+from dltune.tuning import record_from_trial
+
+
+def _study(url: str, name: str):
+    import optuna
+
+    return optuna.load_study(study_name=name, storage=url)
+
+
+@pytest.mark.slow
+def test_small_real_tune_resume_and_failed_run(tiny_workload, cheap_space, tmp_path, monkeypatch):
+    from optuna.trial import TrialState
+
+    from dltune.hardware import Hardware
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=3,
+                  storage=url, seed=0, preset_epochs=2)
+    res = result["numpy"]
+    hw = Hardware.detect()
+    assert res.study_name == f"dltune:digits[n_test=150,n_train=300]-mlp:numpy:{hw.target}"
+    study = _study(url, res.study_name)
+    assert study.user_attrs["hardware_fingerprint"] == hw.fingerprint
+    assert study.user_attrs["workload"]["fingerprint"] == tiny_workload.dataset.fingerprint()
+    assert study.metric_names == ["test accuracy", "training time (s)"]
+    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    assert len(complete) == 3 == len(study.trials)
+    for trial in complete:
+        record = record_from_trial(trial)
+        assert record.ok and record.framework == "numpy"
+        assert record.config["batch_size"] == trial.params["batch_size"]
+        assert record.config["learning_rate"] == pytest.approx(trial.params["learning_rate"])
+        assert trial.values == [pytest.approx(record.metrics["test_accuracy"]),
+                                pytest.approx(record.metrics["train_time_s"])]
+        curve = [c["test_accuracy"] for c in record.metrics["curves"]]
+        assert len(curve) == trial.params["epochs"]
+        assert [trial.intermediate_values[i] for i in range(len(curve))] == pytest.approx(curve)
+    # the comparison with the numpy backend's preset (Caffe's: no numpy preset), capped honestly
+    comp = res.comparison
+    assert comp["preset_label"] == "caffe/mnist (no numpy preset), epochs capped 11->2"
+    assert comp["preset_epochs"] == 2 and 0.0 <= comp["preset_accuracy"] <= 1.0
+    assert res.pareto and all(t.accuracy is not None for t in res.pareto)
+    assert "Pareto front" in result.table() and "caffe/mnist" in result.table()
+    first_params = [t.params for t in complete]
+    preset_id = res.preset.id
+
+    # a run that crashes becomes a FAIL trial with its reason; the study goes on
+    monkeypatch.setenv("DLTUNE_ENABLE_FAULTS", "1")
+    study.enqueue_trial({}, user_attrs={"fault": "segfault"})
+    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=5,
+                  storage=url, seed=0, preset_epochs=2)
+    trials = _study(url, res.study_name).trials
+    assert [t.params for t in trials[:3]] == first_params  # resumed, not restarted
+    states = [t.state for t in trials]
+    assert states.count(TrialState.COMPLETE) == 5 and states.count(TrialState.FAIL) == 1
+    assert len(trials) == 6
+    failed = next(t for t in trials if t.state == TrialState.FAIL)
+    assert "SIGSEGV" in failed.user_attrs["fail_reason"]
+    assert failed.user_attrs["fail_kind"] == "signal"
+    assert record_from_trial(failed).status == "failed"
+    assert result["numpy"].preset.id == preset_id  # the preset was not measured again
+
+    # the same call again adds nothing: the target is met
+    tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=5, storage=url,
+         seed=0, compare_preset=False)
+    assert len(_study(url, res.study_name).trials) == 6
+
+
+@pytest.mark.slow
+def test_single_objective_with_constraints_pruner_and_enqueue(tiny_workload, cheap_space, tmp_path):
+    url = f"sqlite:///{tmp_path}/s.db"
+    first = TrainConfig(optimizer="momentum", learning_rate=0.05, momentum=0.8, batch_size=32, epochs=2)
+    result = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url,
+                  objectives="accuracy", constraints={"max_train_time_s": 600.0}, seed=1,
+                  enqueue=[first], compare_preset=False)
+    res = result["numpy"]
+    assert res.study_name.endswith(":accuracy")
+    study = _study(url, res.study_name)
+    assert len(study.directions) == 1 and study.directions[0].name == "MAXIMIZE"
+    trial0 = study.trials[0]
+    assert trial0.params["batch_size"] == 32 and trial0.params["learning_rate"] == pytest.approx(0.05)
+    assert trial0.params["momentum"] == pytest.approx(0.8) and trial0.user_attrs["enqueued"]
+    assert len(study.trials) == 3
+    for trial in study.trials:
+        assert trial.constraints["max_train_time_s"] < 0  # feasible: far under the bound
+        assert len(trial.intermediate_values) == trial.params["epochs"]
+    assert res.best.number == study.best_trial.number
+
+
+def test_tune_rejects_bad_arguments(tiny_workload, tmp_path):
+    url = f"sqlite:///{tmp_path}/e.db"
+    with pytest.raises(ParameterError, match="'n_trials' parameter must be an int in"):
+        tune(tiny_workload, frameworks="numpy", n_trials=0, storage=url)
+    with pytest.raises(ParameterError, match="'objectives' parameter must be distinct names"):
+        tune(tiny_workload, frameworks="numpy", objectives=("accuracy", "speed"), storage=url)
+    with pytest.raises(ParameterError, match="Unknown constraint 'max_time'"):
+        tune(tiny_workload, frameworks="numpy", constraints={"max_time": 3}, storage=url)
+    with pytest.raises(ParameterError, match="'frameworks' parameter must hold names from"):
+        tune(tiny_workload, frameworks="caffe", storage=url)
+    with pytest.raises(ParameterError, match="'sampler' parameter must be one of"):
+        tune(tiny_workload, frameworks="numpy", sampler="cmaes", storage=url)
+    alien = {"cpu_model": "Imaginary CPU 9000", "physical_cores": 64, "logical_cores": 128,
+             "usable_cores": 128, "memory_gb": 512}
+    with pytest.raises(ParameterError, match="tune measures on this machine"):
+        tune(tiny_workload, frameworks="numpy", hardware=alien, storage=url)
+
+
+_HANGING_TUNE = """
+import sys
+from dltune import Workload, tune
+from dltune.tuning import SearchSpace
+space = SearchSpace.from_dict({space!r}, cores=1)
+tune(Workload.from_name("digits", "mlp", n_train=300, n_test=150), frameworks="numpy",
+     space=space, n_trials=3, storage={url!r}, seed=0, compare_preset=False)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_mid_trial_leaves_no_trial_running_and_next_run_completes(
+    tiny_workload, cheap_space, tmp_path, monkeypatch
+):
+    import psutil
+    from optuna.trial import TrialState
+
+    monkeypatch.setenv("DLTUNE_HEARTBEAT_S", "1")
+    monkeypatch.setenv("DLTUNE_GRACE_S", "2")
+    url = f"sqlite:///{tmp_path}/k.db"
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=1, storage=url,
+               seed=0, compare_preset=False)["numpy"]
+    study = _study(url, res.study_name)
+    # the next trial this study hands out hangs in its worker (test hook), so it is surely
+    # RUNNING when the tuning process is killed
+    study.enqueue_trial({}, user_attrs={"fault": "hang"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_HANGING_TUNE.format(space=cheap_space.to_dict(), url=url))],
+        env={**os.environ, "DLTUNE_ENABLE_FAULTS": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    children: list = []
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            running = study.get_trials(states=(TrialState.RUNNING,))
+            if running and running[0].user_attrs.get("fault") == "hang":
+                children = psutil.Process(proc.pid).children(recursive=True)
+                if children:
+                    break
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the tuning process never started the trial"
+            time.sleep(0.2)
+        time.sleep(1.5)  # let the worker get into the hang
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        for child in children:
+            child.kill()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    killed = study.get_trials(states=(TrialState.RUNNING,))
+    assert len(killed) == 1  # as the kill left it
+
+    monkeypatch.delenv("DLTUNE_ENABLE_FAULTS", raising=False)
+    tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url, seed=0,
+         compare_preset=False)
+    trials = _study(url, res.study_name).trials
+    states = [t.state for t in trials]
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states
+    assert states.count(TrialState.COMPLETE) == 3
+    stale = trials[killed[0].number]
+    assert stale.state == TrialState.FAIL
+    assert _study(url, res.study_name).user_attrs[f"stale_trial:{stale.number}"].startswith("stale")
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == stale.number]
+    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
