@@ -21,6 +21,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None,
                         help="folder for records.jsonl, summary.json and report.html")
     parser.add_argument("--no-tune", action="store_true", help="skip the tuning phase")
+    parser.add_argument("--tune-trials", type=int, default=None,
+                        help="tuning trials per framework (default: from the budget, 2 to 20)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         epoch_cap=args.max_epochs,
         tune=not args.no_tune,
+        tune_trials=args.tune_trials,
         progress=not args.quiet,
         dataset_params=parse_key_values(args.data, "data"),
     )

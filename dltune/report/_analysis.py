@@ -226,8 +226,12 @@ class Analysis:
             best, worst = d["accuracy_pct"].idxmax(), d["accuracy_pct"].idxmin()
             ab, aw = d.loc[best, "accuracy_pct"], d.loc[worst, "accuracy_pct"]
             if len(d) >= 2:
-                out.append(Finding("most_accurate", f"{best} was the most accurate with its own "
-                                   f"defaults ({fmt_pct(ab)} %), {worst} the least ({fmt_pct(aw)} %).",
+                if fmt_pct(ab) == fmt_pct(aw):
+                    text = f"All frameworks reached the same accuracy with their own defaults ({fmt_pct(ab)} %)."
+                else:
+                    text = (f"{best} was the most accurate with its own defaults ({fmt_pct(ab)} %), "
+                            f"{worst} the least ({fmt_pct(aw)} %).")
+                out.append(Finding("most_accurate", text,
                                    {"best_accuracy_pct": ab, "worst_accuracy_pct": aw}))
                 if best == fast:
                     text = (f"{fast} was both the fastest and the most accurate here "

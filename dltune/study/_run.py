@@ -137,6 +137,7 @@ def run_study(
     out: str | Path | None = None,
     epoch_cap: int | None = None,
     tune: bool = True,
+    tune_trials: int | None = None,
     progress: bool = True,
     dataset_params: dict[str, Any] | None = None,
     pool=None,
@@ -144,7 +145,8 @@ def run_study(
     """Run the comparative study on ``workload``; records already stored are not measured again.
 
     Phases: each framework with its own defaults; every framework with every preset; one-at-a-time
-    sweeps of batch size, learning rate and epochs; thread settings; a short tune per framework.
+    sweeps of batch size, learning rate and epochs; thread settings; a short tune per framework
+    (``tune_trials`` trials each; by default as many as its budget share allows, 2 to 20).
     Each group of phases gets a share of the budget (see ``PHASE_SHARES``) and runs whose
     predicted time does not fit what is left are skipped and listed.
     """
@@ -156,6 +158,8 @@ def run_study(
     budget_s = 60.0 * check_float("budget_minutes", budget_minutes, 0.0, 10080.0, low_open=True)
     if epoch_cap is not None:
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
+    if tune_trials is not None:
+        tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
     if isinstance(workload, str):
         wl = Workload.from_name(workload, model, **(dataset_params or {}))
     else:
@@ -185,6 +189,8 @@ def run_study(
         with_tune=tune_fn is not None,
     )
     plan.notes = notes + plan.notes
+    if tune_trials is not None and tune_fn is not None:
+        plan.tune_trials = tune_trials
     if plan.dataset_kind == "mnist":
         plan.notes.append("The 'mxnet' preset is MXNet's Gluon MNIST example defaults (the study "
                           "published none): SGD momentum 0.9, lr 0.1, batch 100, 10 epochs.")

@@ -110,7 +110,11 @@ class StudyStore:
                 f"The 'storage' parameter must be an Optuna storage URL such as "
                 f"'sqlite:///dltune.db'. Could not open it: {exc}"
             ) from exc
-        self.study.set_metric_names(["accuracy", "train_time_s"])
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self.study.set_metric_names(["accuracy", "train_time_s"])
 
     def stored(self) -> dict[str, Any]:
         """Key -> COMPLETE trial, for every record already measured (failed ones are retried)."""
