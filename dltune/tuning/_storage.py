@@ -90,6 +90,29 @@ def check_url(url: str) -> str:
     return url
 
 
+def driver_url(url: str) -> str:
+    """``url`` with an installed PostgreSQL driver named when it names none.
+
+    SQLAlchemy 2.1 reads a bare ``postgresql://`` as psycopg 3; dltune's ``postgres`` extra
+    installs psycopg2, so the driver is chosen by what is importable.
+    """
+    import importlib.util
+
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() not in ("postgresql", "postgres"):
+        return url
+    if importlib.util.find_spec("psycopg") is not None:
+        return f"postgresql+psycopg://{rest}"
+    if importlib.util.find_spec("psycopg2") is not None:
+        return f"postgresql+psycopg2://{rest}"
+    from dltune._errors import BackendUnavailableError
+
+    raise BackendUnavailableError(
+        "A PostgreSQL storage needs psycopg2 or psycopg. Install it with: "
+        "pip install 'dltune[postgres]'"
+    )
+
+
 def sqlite_path(url: str) -> Path | None:
     """The database file of a ``sqlite:///`` URL (absolute), or None for other storages."""
     if not url.lower().startswith("sqlite:"):
@@ -143,7 +166,7 @@ def open_storage(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+            return RDBStorage(driver_url(url), engine_kwargs=engine_kwargs, **kwargs)
     except Exception as exc:  # driver errors vary by database; report one clean line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StorageError(f"Cannot open storage {mask_url(url)}: {_scrub(first, url)}") from None

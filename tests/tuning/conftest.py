@@ -52,6 +52,11 @@ def _pg_bin() -> Path | None:
 
 
 @pytest.fixture(scope="session")
+def pg_password() -> str:
+    return PG_PASSWORD
+
+
+@pytest.fixture(scope="session")
 def postgres_url(tmp_path_factory):
     """A PostgreSQL server from Debian's binaries on a free loopback port, with a password.
 
