@@ -1,0 +1,82 @@
+"""Candidate configurations for a recommendation: frameworks x space-filling configurations."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dltune.config import ThreadConfig, TrainConfig
+
+__all__ = ["candidate_configs"]
+
+_LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
+_OPTIMIZERS = ("sgd", "momentum", "adam")
+_BATCHES = (16, 32, 64, 128, 256)
+
+
+def _threads(n: int, usable: int) -> ThreadConfig:
+    # Fewer threads than usable cores run pinned to that many cores (a hardware target of its own).
+    if n >= usable:
+        return ThreadConfig.uniform(n)
+    return ThreadConfig(intra_op=n, inter_op=1, blas=n, cores=n)
+
+
+def candidate_configs(
+    frameworks: list[str],
+    usable_cores: int,
+    epochs_range: tuple[int, int],
+    n_per_framework: int = 160,
+    dataset_kind: str = "mnist",
+    seed: int = 0,
+) -> list[TrainConfig]:
+    """A grid over optimizer x batch size x epochs x threads, times a few learning rates, plus presets.
+
+    The grid is deterministic so that repeated calls recommend the same thing; learning rates are
+    spread over each optimizer's log range by a seeded low-discrepancy sequence.
+    """
+    rng = np.random.default_rng(seed)
+    low_e, high_e = epochs_range
+    epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, 4).round().astype(int).tolist()})
+    threads = sorted({1, usable_cores})
+    per_cell = max(1, n_per_framework // (len(_OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
+    configs: list[TrainConfig] = []
+    for framework in frameworks:
+        for optimizer in _OPTIMIZERS:
+            lo, hi = _LR_RANGE[optimizer]
+            grid = (np.arange(3 * per_cell) + rng.random()) / (3 * per_cell)
+            lrs = [round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))), 6) for u in grid]
+            for batch in _BATCHES:
+                for n_epochs in epochs:
+                    for n_threads in threads:
+                        for lr in lrs:
+                            configs.append(TrainConfig(
+                                framework=framework, optimizer=optimizer, learning_rate=lr,
+                                momentum=0.9, batch_size=batch, epochs=int(n_epochs),
+                                threads=_threads(n_threads, usable_cores),
+                            ))
+        configs.extend(_presets(framework, dataset_kind, high_e, usable_cores))
+    return configs
+
+
+def _presets(framework: str, dataset_kind: str, max_epochs: int, usable_cores: int) -> list[TrainConfig]:
+    from dltune.config import available_presets
+
+    out = []
+    for name in available_presets(dataset_kind):
+        config = TrainConfig.preset(name, dataset_kind, framework=framework)
+        out.append(config.replace(epochs=min(config.epochs, max_epochs), early_stopping_patience=None,
+                                  threads=ThreadConfig.uniform(usable_cores)))
+    return out
+
+
+def describe(config: TrainConfig) -> dict[str, Any]:
+    """The few fields that tell configurations apart, for tables."""
+    t = config.threads
+    return {
+        "framework": config.framework, "optimizer": config.optimizer, "lr": config.learning_rate,
+        "batch": config.batch_size, "epochs": config.epochs,
+        "threads": t.intra_op if t.intra_op is not None else "default",
+        "preset": config.preset_name,
+    }

@@ -1,0 +1,370 @@
+"""``dltune.recommend``: the framework and configuration to use, predicted in well under a second."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dltune._errors import DltuneError, ParameterError
+from dltune._validation import check_choice, check_float, check_int
+from dltune.config import TrainConfig
+from dltune.recommend._candidates import candidate_configs, describe
+
+__all__ = ["Candidate", "Recommendation", "recommend", "OBJECTIVES", "pick"]
+
+OBJECTIVES = ("accuracy", "time", "balanced")
+_CONSTRAINTS = ("max_train_time", "max_memory_mb", "min_accuracy")
+# "time": the fastest candidate predicted within this much accuracy of the most accurate one.
+TIME_OBJECTIVE_SLACK = 0.02
+# "balanced": one accuracy point is worth halving the training time.
+BALANCED_POINTS_PER_HALVING = 1.0
+
+_hardware_cache: dict[str, Any] = {}
+
+
+@dataclass
+class Candidate:
+    """A configuration with its predicted metrics: ``(point, low, high)`` each."""
+
+    config: TrainConfig
+    accuracy: tuple[float, float, float]
+    train_time_s: tuple[float, float, float]
+    peak_rss_mb: tuple[float, float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "accuracy": list(self.accuracy),
+                "train_time_s": list(self.train_time_s), "peak_rss_mb": list(self.peak_rss_mb)}
+
+
+@dataclass
+class Recommendation:
+    """What ``recommend`` returns.
+
+    ``config`` is a full :class:`TrainConfig` (usable by :func:`dltune.benchmark` and as a tuning
+    warm start); ``predicted`` maps ``accuracy``, ``train_time_s``, ``peak_rss_mb`` to
+    ``(point, low, high)``; ``alternatives`` are other candidates on the predicted
+    accuracy / training-time Pareto front.
+    """
+
+    workload: str
+    model: str
+    framework: str
+    config: TrainConfig
+    predicted: dict[str, tuple[float, float, float]]
+    objective: str
+    alternatives: list[Candidate]
+    reason: str
+    out_of_distribution: bool
+    ood_reasons: list[str]
+    nearest_workloads: list[tuple[str, float]]
+    hardware_target: str
+    n_candidates: int
+    kb_records: int
+    constraints: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def configs(self) -> list[TrainConfig]:
+        """The recommended configuration first, then the alternatives (e.g. to enqueue in a study)."""
+        return [self.config] + [c.config for c in self.alternatives]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload, "model": self.model, "framework": self.framework,
+            "config": self.config.to_dict(),
+            "predicted": {k: list(v) for k, v in self.predicted.items()},
+            "objective": self.objective, "constraints": self.constraints,
+            "alternatives": [c.to_dict() for c in self.alternatives],
+            "reason": self.reason, "out_of_distribution": self.out_of_distribution,
+            "ood_reasons": self.ood_reasons,
+            "nearest_workloads": [list(n) for n in self.nearest_workloads],
+            "hardware_target": self.hardware_target, "n_candidates": self.n_candidates,
+            "kb_records": self.kb_records,
+        }
+
+    def __str__(self) -> str:
+        a, t, m = (self.predicted[k] for k in ("accuracy", "train_time_s", "peak_rss_mb"))
+        c = self.config
+        threads = c.threads.intra_op if c.threads.intra_op is not None else "default"
+        lines = [
+            f"Recommendation for {self.workload} ({self.model}) on {self.hardware_target}, "
+            f"objective {self.objective}:",
+            f"  framework {c.framework}: {c.optimizer} lr={c.learning_rate:g} batch={c.batch_size} "
+            f"epochs={c.epochs} threads={threads}"
+            + (f" (preset {c.preset_name})" if c.preset_name else ""),
+            f"  predicted accuracy {100 * a[0]:.1f}% [{100 * a[1]:.1f}, {100 * a[2]:.1f}], "
+            f"training time {t[0]:.3g} s [{t[1]:.3g}, {t[2]:.3g}], "
+            f"peak memory {m[0]:.0f} MB [{m[1]:.0f}, {m[2]:.0f}]",
+        ]
+        if self.out_of_distribution:
+            lines.append("  OUT OF DISTRIBUTION: " + "; ".join(self.ood_reasons))
+        for alt in self.alternatives:
+            d = describe(alt.config)
+            lines.append(
+                f"  alternative {d['framework']}: {d['optimizer']} lr={d['lr']:g} batch={d['batch']} "
+                f"epochs={d['epochs']} threads={d['threads']} -> {100 * alt.accuracy[0]:.1f}% "
+                f"in {alt.train_time_s[0]:.3g} s"
+            )
+        lines.append("  " + self.reason)
+        return "\n".join(lines)
+
+
+def _resolve_hardware(hardware: Any):
+    from dltune.hardware import Hardware
+
+    if hardware is None:
+        if "local" not in _hardware_cache:
+            _hardware_cache["local"] = Hardware.detect()
+        return _hardware_cache["local"], True
+    if isinstance(hardware, Hardware):
+        return hardware, False
+    if isinstance(hardware, dict):
+        return Hardware.from_dict(hardware), False
+    if isinstance(hardware, (str, Path)):
+        return Hardware.from_json(hardware), False
+    raise ParameterError(
+        "The 'hardware' parameter must be None (this machine), a Hardware, a dict or a JSON "
+        f"file path. Got {type(hardware).__name__} instead."
+    )
+
+
+def _check_constraints(constraints: dict[str, Any] | None) -> dict[str, float]:
+    if constraints is None:
+        return {}
+    if not isinstance(constraints, dict):
+        raise ParameterError(
+            f"The 'constraints' parameter must be a dict with keys among {set(_CONSTRAINTS)}. "
+            f"Got {type(constraints).__name__} instead."
+        )
+    out = {}
+    for key, value in constraints.items():
+        check_choice("constraints", key, _CONSTRAINTS)
+        if value is None:
+            continue
+        if key == "min_accuracy":
+            out[key] = check_float("min_accuracy", value, 0.0, 1.0)
+        else:
+            out[key] = check_float(key, value, 0.0, None, low_open=True)
+    return out
+
+
+def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any, dict[str, Any]]:
+    """Data set name, model spec and meta-features of the workload.
+
+    A data set named with its default parameters that the knowledge base measured is not
+    loaded at all: its recorded meta-features (landmarks included) are reused, which keeps a
+    fresh ``recommend('digits')`` fast.
+    """
+    from dltune._workload import as_workload
+    from dltune.models import build_model
+
+    if isinstance(workload, str):
+        meta = perf.named_dataset_meta(workload)
+        if meta is not None:
+            spec = build_model(model or "lenet", (int(meta["channels"]), int(meta["height"]),
+                                                  int(meta["width"])), int(meta["num_classes"]))
+            meta["param_count"] = spec.param_count
+            meta["flops_per_sample"] = spec.flops_per_sample
+            return workload, spec, meta
+    wl = as_workload(workload, model)
+    meta = perf.workload_meta(wl.dataset.fingerprint())
+    if meta is None:
+        meta = wl.meta_features()
+    meta["param_count"] = wl.model.param_count
+    meta["flops_per_sample"] = wl.model.flops_per_sample
+    return wl.dataset.name, wl.model, meta
+
+
+def pareto_front(accuracy: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """Indices of the candidates no other beats in both accuracy and time, fastest first."""
+    order = np.lexsort((-accuracy, time))
+    front, best = [], -np.inf
+    for i in order:
+        if accuracy[i] > best:
+            front.append(i)
+            best = accuracy[i]
+    return np.array(front, dtype=int)
+
+
+def pick(objective: str, accuracy: np.ndarray, time: np.ndarray) -> int:
+    """The index the objective prefers among the candidates (all assumed feasible)."""
+    if objective == "accuracy":
+        return int(np.lexsort((time, -accuracy))[0])
+    if objective == "time":
+        ok = np.flatnonzero(accuracy >= accuracy.max() - TIME_OBJECTIVE_SLACK)
+        return int(ok[np.argmin(time[ok])])
+    score = 100 * accuracy - BALANCED_POINTS_PER_HALVING * np.log2(np.maximum(time, 1e-6))
+    return int(np.argmax(score))
+
+
+def recommend(
+    workload: Any,
+    hardware: Any = None,
+    objective: str = "balanced",
+    constraints: dict[str, float] | None = None,
+    frameworks: list[str] | None = None,
+    top_k: int = 3,
+    *,
+    model: str | None = None,
+    records: list[Any] | None = None,
+    storage: str | None = "default",
+) -> Recommendation:
+    """The framework and configuration to use for ``workload`` on ``hardware``, predicted.
+
+    Args:
+        workload: a data set name, a :class:`~dltune.Workload`, or ``(x_train, y_train,
+            x_test, y_test)``.
+        hardware: None (this machine), a :class:`~dltune.Hardware`, a dict or a JSON file.
+        objective: ``accuracy`` (most accurate), ``time`` (fastest within
+            ``TIME_OBJECTIVE_SLACK`` of the most accurate) or ``balanced`` (accuracy points
+            minus ``BALANCED_POINTS_PER_HALVING`` per doubling of training time).
+        constraints: ``max_train_time`` (s), ``max_memory_mb``, ``min_accuracy`` (0..1), applied
+            to the predicted values.
+        frameworks: candidate frameworks (default: every one the knowledge base measured that
+            is available here, or all it measured for another machine's hardware).
+        top_k: how many configurations to return: the best plus ``top_k - 1`` alternatives.
+        model: model preset when ``workload`` is a name or arrays (default ``lenet``).
+        records: extra measurement records (or record files) to fit on.
+        storage: Optuna storage whose records are added (``"default"``: ``./dltune.db`` or
+            ``$DLTUNE_STORAGE`` when present; None: none).
+
+    Raises:
+        ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
+    """
+    from dltune.surrogate import fitted_model
+
+    check_choice("objective", objective, OBJECTIVES)
+    top_k = check_int("top_k", top_k, 1, 100)
+    limits = _check_constraints(constraints)
+    hw, local = _resolve_hardware(hardware)
+    perf = fitted_model(records=records, storage=storage)
+    frameworks = _frameworks(frameworks, perf.frameworks_, local)
+    dataset_name, spec, meta = _resolve_workload(workload, model, perf)
+    hw_dict = hw.to_dict()
+    low_e, high_e = perf.config_ranges_["epochs"]
+    kind = "cifar10" if spec.input_shape[0] == 3 else "mnist"
+    configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)), dataset_kind=kind)
+    targets: dict[int | None, dict[str, Any]] = {}
+    rows = []
+    for config in configs:
+        cores = config.threads.cores
+        if cores not in targets:
+            targets[cores] = dict(hw_dict, usable_cores=cores or hw_dict["usable_cores"])
+        rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
+    pred = perf.predict(rows)
+    acc, time = pred["accuracy"], pred["train_time_s"]
+    feasible = np.ones(len(configs), dtype=bool)
+    if "max_train_time" in limits:
+        feasible &= time <= limits["max_train_time"]
+    if "max_memory_mb" in limits:
+        feasible &= pred["peak_rss_mb"] <= limits["max_memory_mb"]
+    if "min_accuracy" in limits:
+        feasible &= acc >= limits["min_accuracy"]
+    idx = np.flatnonzero(feasible)
+    if len(idx) == 0:
+        raise DltuneError(
+            f"No candidate meets the constraints {limits}: the fastest is predicted at "
+            f"{time.min():.3g} s, the most accurate at {100 * acc.max():.1f}%, the smallest at "
+            f"{pred['peak_rss_mb'].min():.0f} MB."
+        )
+    best = int(idx[pick(objective, acc[idx], time[idx])])
+
+    def candidate(i: int) -> Candidate:
+        return Candidate(configs[i], *[(float(pred[k][i]), float(pred[f"{k}_low"][i]),
+                                        float(pred[f"{k}_high"][i]))
+                                       for k in ("accuracy", "train_time_s", "peak_rss_mb")])
+
+    front = [int(idx[j]) for j in pareto_front(acc[idx], time[idx]) if int(idx[j]) != best]
+    if len(front) > top_k - 1:
+        # Spread the alternatives along the front rather than taking neighbours of the best.
+        front = [front[int(round(j))] for j in np.linspace(0, len(front) - 1, top_k - 1)] if top_k > 1 else []
+    alternatives = [candidate(i) for i in dict.fromkeys(front)]
+    ood, reasons, nearest = perf.novelty(meta, hw_dict)
+    chosen = candidate(best)
+    reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
+    return Recommendation(
+        workload=dataset_name, model=spec.name, framework=chosen.config.framework,
+        config=chosen.config,
+        predicted={"accuracy": chosen.accuracy, "train_time_s": chosen.train_time_s,
+                   "peak_rss_mb": chosen.peak_rss_mb},
+        objective=objective, alternatives=alternatives, reason=reason,
+        out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
+        hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
+        constraints=limits,
+    )
+
+
+def _config_features(config: TrainConfig) -> dict[str, Any]:
+    """What the surrogates read of a configuration (``to_dict`` is too slow for 1000 candidates)."""
+    t = config.threads
+    return {"framework": config.framework, "optimizer": config.optimizer,
+            "learning_rate": config.learning_rate, "momentum": config.momentum,
+            "weight_decay": config.weight_decay, "batch_size": config.batch_size,
+            "epochs": config.epochs, "lr_schedule": config.lr_schedule,
+            "threads": {"intra_op": t.intra_op, "inter_op": t.inter_op, "blas": t.blas, "cores": t.cores}}
+
+
+def _frameworks(requested: list[str] | None, measured: list[str], local: bool) -> list[str]:
+    if requested is not None:
+        if isinstance(requested, str):
+            requested = [requested]
+        for name in requested:
+            check_choice("frameworks", name, measured)
+        return list(requested)
+    if not local:
+        return list(measured)
+    from dltune._bench import interpreter_for
+
+    available = []
+    for name in measured:
+        try:
+            interpreter_for(name)
+            available.append(name)
+        except DltuneError:
+            continue
+    if not available:
+        raise DltuneError(
+            f"None of the frameworks the knowledge base measured ({', '.join(measured)}) is "
+            "installed here; install one (e.g. pip install 'dltune[torch]') or pass 'hardware' "
+            "to recommend for another machine."
+        )
+    return available
+
+
+def _reason(chosen: Candidate, objective: str, configs, acc, time, idx, frameworks, perf,
+            nearest, ood) -> str:
+    c = chosen.config
+    goal = {"accuracy": "the highest predicted accuracy",
+            "time": f"the shortest predicted training time within {100 * TIME_OBJECTIVE_SLACK:.0f} "
+                    "accuracy points of the most accurate candidate",
+            "balanced": "the best balance of accuracy and training time (one accuracy point is "
+                        "worth halving the time)"}[objective]
+    parts = [
+        f"Of {len(configs)} candidates ({len(idx)} meeting the constraints) across "
+        f"{' and '.join(frameworks)}, the {c.framework} configuration with {c.optimizer}, learning rate "
+        f"{c.learning_rate:g}, batch {c.batch_size} and {c.epochs} epochs has {goal}: "
+        f"{100 * chosen.accuracy[0]:.1f}% in {chosen.train_time_s[0]:.3g} s."
+    ]
+    others = []
+    for fw in frameworks:
+        if fw == c.framework:
+            continue
+        mine = [i for i in idx if configs[i].framework == fw]
+        if mine:
+            j = max(mine, key=lambda i: (acc[i], -time[i]))
+            others.append(f"{fw}'s most accurate is {100 * acc[j]:.1f}% in {time[j]:.3g} s")
+    if others:
+        parts.append("For comparison, " + "; ".join(others) + ".")
+    names = ", ".join(f"{n} ({d:.2f})" for n, d in nearest)
+    parts.append(
+        f"Predictions come from surrogates fitted on {perf.n_records_} measurements of "
+        f"{len(perf.workloads_)} workloads; the nearest measured workloads are {names}."
+    )
+    if ood:
+        parts.append("This workload or hardware lies outside what was measured: treat the "
+                     "numbers as rough and verify with --verify or dltune.benchmark.")
+    return " ".join(parts)

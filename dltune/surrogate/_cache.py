@@ -1,0 +1,174 @@
+"""The default fitted model: the shipped knowledge base plus the user's own records.
+
+Fitted models are cached as ``<cache>/surrogates/<key>.npz`` where the key hashes everything
+the fit depends on (model format, shipped records, the user's record sources); a change in
+any of them means a new key and a refit. Loading reads only arrays and JSON (no pickle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import ParameterError
+from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
+
+__all__ = ["default_storage", "fitted_model", "load_storage_records", "clear_memory_cache"]
+
+_MEMORY: dict[str, PerformanceModel] = {}
+
+
+def clear_memory_cache() -> None:
+    """Forget the models fitted or loaded in this process (the disk cache stays)."""
+    _MEMORY.clear()
+
+
+def default_storage() -> str | None:
+    """The user's storage: ``$DLTUNE_STORAGE``, else ``./dltune.db`` when it exists."""
+    env = os.environ.get("DLTUNE_STORAGE")
+    if env:
+        return env
+    return "sqlite:///dltune.db" if Path("dltune.db").exists() else None
+
+
+def _sqlite_path(url: str) -> Path | None:
+    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+
+
+def _parse_record(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict) and {"workload", "config", "metrics", "status"} <= set(value):
+        return value
+    return None
+
+
+def load_storage_records(storage: str) -> list[dict[str, Any]]:
+    """Measurement records stored as trial user attributes in an Optuna storage.
+
+    SQLite files are read directly (no Optuna import); other URLs through Optuna.
+    """
+    path = _sqlite_path(storage)
+    records: list[dict[str, Any]] = []
+    if path is not None:
+        if not path.exists():
+            raise ParameterError(f"The 'storage' file {str(path)!r} does not exist.")
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            try:
+                rows = conn.execute(
+                    "SELECT value_json FROM trial_user_attributes WHERE value_json LIKE '%workload%'"
+                ).fetchall()
+            except sqlite3.DatabaseError:
+                return []
+        for (text,) in rows:
+            try:
+                record = _parse_record(json.loads(text))
+            except ValueError:
+                continue
+            if record is not None:
+                records.append(record)
+        return records
+    import optuna
+
+    for summary in optuna.get_all_study_summaries(storage):
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        for trial in study.get_trials(deepcopy=False):
+            for value in trial.user_attrs.values():
+                record = _parse_record(value)
+                if record is not None:
+                    records.append(record)
+    return records
+
+
+def _file_signature(path: Path) -> list[Any]:
+    try:
+        st = path.stat()
+    except OSError:
+        return [str(path), None]
+    return [str(path.resolve()), st.st_size, st.st_mtime_ns]
+
+
+def _shipped_digest(path: Path) -> str:
+    if not path.exists():
+        return "none"
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fitted_model(
+    records: Sequence[Any] | None = None,
+    storage: str | None = "default",
+    kb_path: str | Path | None = None,
+    refit: bool = False,
+) -> PerformanceModel:
+    """The surrogate model for ``recommend``: fitted once, then loaded from the cache.
+
+    Args:
+        records: extra measurement records (:class:`Measurement`, dicts, or paths of record
+            files) to fit on besides the knowledge base.
+        storage: an Optuna storage URL whose trials' records are added; ``"default"`` means
+            :func:`default_storage`; None: none.
+        kb_path: the knowledge-base file (default: the shipped one).
+        refit: ignore the caches.
+    """
+    from dltune.kb._store import load_shipped_records, shipped_kb_path
+
+    kb_file = Path(kb_path) if kb_path is not None else shipped_kb_path()
+    storage = default_storage() if storage == "default" else storage
+    extra = _extra_records(records)
+    sqlite = _sqlite_path(storage) if storage else None
+    key_parts = [
+        FORMAT_VERSION,
+        _shipped_digest(kb_file),
+        None if storage is None else (_file_signature(sqlite) if sqlite else storage),
+        hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest(),
+    ]
+    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:24]
+    if not refit and key in _MEMORY:
+        return _MEMORY[key]
+    from dltune._paths import cache_dir
+
+    path = cache_dir() / "surrogates" / f"{key}.npz"
+    model = None
+    if not refit and path.exists():
+        try:
+            model = PerformanceModel.load(path)
+        except (OSError, ValueError, KeyError):
+            model = None  # a torn or foreign file: refit and overwrite it
+    if model is None:
+        all_records: list[Any] = list(load_shipped_records(kb_file)) + extra
+        if storage is not None:
+            all_records += load_storage_records(storage)
+        if not all_records:
+            raise ParameterError(
+                "No measurements to fit the surrogates on: the knowledge base file "
+                f"{str(kb_file)!r} is missing and no records were given."
+            )
+        model = PerformanceModel().fit(all_records)
+        try:
+            model.save(path)
+        except OSError:
+            pass  # a read-only cache only costs a refit next time
+    _MEMORY[key] = model
+    return model
+
+
+def _extra_records(records: Iterable[Any] | None) -> list[dict[str, Any]]:
+    from dltune.measure import load_records
+
+    out: list[dict[str, Any]] = []
+    for item in records or []:
+        if isinstance(item, (str, os.PathLike)):
+            out.extend(r.to_dict() for r in load_records(item))
+        elif isinstance(item, dict):
+            out.append(item)
+        else:
+            out.append(item.to_dict())
+    return out

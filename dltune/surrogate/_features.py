@@ -1,0 +1,165 @@
+"""Feature rows for the surrogates: workload meta-features, hardware, configuration.
+
+A *row* is a dict with ``meta`` (the workload's meta-features), ``hardware`` (a
+:meth:`Hardware.to_dict`) and ``config`` (a :meth:`TrainConfig.to_dict`); measurement records
+and recommendation candidates both become rows, so training and prediction see the same
+features. Counts and sizes enter as logarithms; categories as one-hot columns whose levels
+are learned at ``fit``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dltune._errors import NotFittedError
+
+__all__ = [
+    "FeatureEncoder",
+    "WORKLOAD_FEATURES",
+    "HARDWARE_FEATURES",
+    "record_row",
+    "total_work",
+    "workload_vector",
+    "hardware_vector",
+]
+
+# (name, meta key, log-transform)
+WORKLOAD_FEATURES: tuple[tuple[str, str, bool], ...] = (
+    ("log_n_train", "n_train", True),
+    ("log_n_test", "n_test", True),
+    ("channels", "channels", False),
+    ("log_height", "height", True),
+    ("log_input_size", "input_size", True),
+    ("log_num_classes", "num_classes", True),
+    ("class_balance", "class_balance", False),
+    ("landmark_logreg", "landmark_logreg", False),
+    ("landmark_1nn", "landmark_1nn", False),
+    ("log_param_count", "param_count", True),
+    ("log_flops_per_sample", "flops_per_sample", True),
+)
+HARDWARE_FEATURES: tuple[str, ...] = (
+    "usable_cores", "log_logical_cores", "log_memory_gb", "avx2", "avx512f", "gpus",
+)
+_OPTIMIZERS = ("sgd", "momentum", "adam")
+_SCHEDULES = ("constant", "inv", "step")
+
+
+def _num(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def _log(value: Any) -> float:
+    v = _num(value)
+    return math.log(v) if v > 0 else math.nan
+
+
+def record_row(record: Any) -> dict[str, Any]:
+    """A measurement record (a :class:`Measurement` or its dict) as a feature row."""
+    data = record if isinstance(record, dict) else record.to_dict()
+    return {"meta": data["workload"].get("meta", {}), "hardware": data.get("hardware", {}),
+            "config": data["config"]}
+
+
+def total_work(row: dict[str, Any]) -> float:
+    """Training work of a row: epochs x training samples x forward FLOPs per sample."""
+    meta, config = row["meta"], row["config"]
+    return float(config["epochs"]) * _num(meta.get("n_train")) * _num(meta.get("flops_per_sample"))
+
+
+def workload_vector(meta: dict[str, Any]) -> np.ndarray:
+    return np.array([_log(meta.get(k)) if lg else _num(meta.get(k)) for _, k, lg in WORKLOAD_FEATURES])
+
+
+def hardware_vector(hardware: dict[str, Any]) -> np.ndarray:
+    flags = set(hardware.get("cpu_flags") or ())
+    return np.array([
+        _num(hardware.get("usable_cores")),
+        _log(hardware.get("logical_cores")),
+        _log(hardware.get("memory_gb")),
+        float("avx2" in flags),
+        float("avx512f" in flags),
+        float(len(hardware.get("gpus") or ())),
+    ])
+
+
+def _threads(config: dict[str, Any], hardware: dict[str, Any]) -> tuple[float, float]:
+    threads = config.get("threads") or {}
+    usable = _num(hardware.get("usable_cores"))
+    cores = _num(threads.get("cores")) if threads.get("cores") is not None else usable
+    intra = _num(threads.get("intra_op")) if threads.get("intra_op") is not None else cores
+    return intra, cores
+
+
+class FeatureEncoder:
+    """Rows to a float matrix; learns the framework levels at ``fit``.
+
+    Columns: workload features, hardware features, configuration features, one-hot
+    framework, and ``log_work`` (see :func:`total_work`) last.
+    """
+
+    def __init__(self) -> None:
+        pass
+
+    def fit(self, rows: Sequence[dict[str, Any]]) -> FeatureEncoder:
+        self.frameworks_ = sorted({r["config"]["framework"] for r in rows})
+        self.feature_names_ = (
+            [n for n, _, _ in WORKLOAD_FEATURES]
+            + list(HARDWARE_FEATURES)
+            + ["log_lr", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_steps",
+               "intra_threads", "cores", "threads_per_core"]
+            + [f"opt_{o}" for o in _OPTIMIZERS]
+            + [f"sched_{s}" for s in _SCHEDULES]
+            + [f"fw_{f}" for f in self.frameworks_]
+            + ["log_work"]
+        )
+        return self
+
+    @property
+    def work_column(self) -> int:
+        return len(self.feature_names_) - 1
+
+    def transform(self, rows: Sequence[dict[str, Any]]) -> np.ndarray:
+        if not hasattr(self, "frameworks_"):
+            raise NotFittedError("This FeatureEncoder is not fitted yet. Call 'fit' first.")
+        out = np.empty((len(rows), len(self.feature_names_)), dtype=np.float64)
+        # Candidates share their workload and hardware dicts: encode each one once.
+        seen: dict[int, np.ndarray] = {}
+        for i, row in enumerate(rows):
+            meta, hw, cfg = row["meta"], row["hardware"], row["config"]
+            if id(meta) not in seen:
+                seen[id(meta)] = workload_vector(meta)
+            if id(hw) not in seen:
+                seen[id(hw)] = hardware_vector(hw)
+            intra, cores = _threads(cfg, hw)
+            batch = _num(cfg.get("batch_size"))
+            optimizer = cfg.get("optimizer")
+            momentum = _num(cfg.get("momentum")) if optimizer == "momentum" else 0.0
+            config_part = [
+                _log(cfg.get("learning_rate")), momentum,
+                math.log(_num(cfg.get("weight_decay")) + 1e-6),
+                math.log2(batch), _num(cfg.get("epochs")),
+                _log(_num(meta.get("n_train")) / batch), intra, cores, intra / cores,
+            ]
+            config_part += [float(optimizer == o) for o in _OPTIMIZERS]
+            config_part += [float(cfg.get("lr_schedule", "constant") == s) for s in _SCHEDULES]
+            config_part += [float(cfg["framework"] == f) for f in self.frameworks_]
+            out[i] = np.concatenate([seen[id(meta)], seen[id(hw)], config_part, [_log(total_work(row))]])
+        return out
+
+    def to_state(self) -> dict[str, Any]:
+        return {"frameworks": self.frameworks_, "feature_names": self.feature_names_}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> FeatureEncoder:
+        enc = cls()
+        enc.frameworks_ = list(state["frameworks"])
+        enc.feature_names_ = list(state["feature_names"])
+        return enc

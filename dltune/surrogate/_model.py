@@ -1,0 +1,268 @@
+"""``PerformanceModel``: accuracy, training time and memory surrogates fitted on records together,
+with the knowledge base's workloads and hardware kept for out-of-distribution checks."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dltune._errors import NotFittedError, ParameterError
+from dltune.surrogate._estimators import AccuracySurrogate, MemorySurrogate, TrainTimeSurrogate
+from dltune.surrogate._features import (
+    WORKLOAD_FEATURES,
+    FeatureEncoder,
+    hardware_vector,
+    record_row,
+    workload_vector,
+)
+
+__all__ = ["PerformanceModel", "usable_records"]
+
+FORMAT_VERSION = 1
+# Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
+_NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
+            "landmark_1nn", "log_flops_per_sample")
+_NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
+
+
+def _as_dict(record: Any) -> dict[str, Any]:
+    return record if isinstance(record, dict) else record.to_dict()
+
+
+def usable_records(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """The ``ok`` records with the metrics and meta-features the surrogates need, as dicts."""
+    out = []
+    for record in records:
+        data = _as_dict(record)
+        m = data.get("metrics") or {}
+        meta = (data.get("workload") or {}).get("meta") or {}
+        if data.get("status") != "ok" or not meta.get("flops_per_sample"):
+            continue
+        if not (m.get("train_time_s") or 0) > 0 or m.get("test_accuracy") is None:
+            continue
+        if not (m.get("peak_rss_mb") or 0) > 0:
+            continue
+        out.append(data)
+    return out
+
+
+def workload_label(data: dict[str, Any]) -> str:
+    w = data["workload"]
+    return f"{w.get('name', '?')}#{w.get('fingerprint', '')[:6]}"
+
+
+class PerformanceModel:
+    """Predicts test accuracy, training seconds and peak MB, each with an interval.
+
+    Args:
+        coverage: target coverage of the intervals.
+        max_iter: boosting iterations of every tree ensemble.
+        calibrate: conformal calibration of the intervals (costs ``cv`` extra fits each).
+        random_state: seed.
+    """
+
+    def __init__(self, coverage: float = 0.8, max_iter: int = 100, calibrate: bool = True,
+                 random_state: int = 0) -> None:
+        self.coverage = coverage
+        self.max_iter = max_iter
+        self.calibrate = calibrate
+        self.random_state = random_state
+
+    def _estimators(self, work_column: int):
+        kw = dict(coverage=self.coverage, max_iter=self.max_iter, calibrate=self.calibrate,
+                  random_state=self.random_state)
+        return (AccuracySurrogate(**kw), TrainTimeSurrogate(work_column=work_column, **kw),
+                MemorySurrogate(**kw))
+
+    def fit(self, records: Iterable[Any]) -> PerformanceModel:
+        """Fit on measurement records (:class:`Measurement` or dicts); failed ones are ignored."""
+        data = usable_records(records)
+        if len(data) < 4:
+            raise ParameterError(
+                f"The 'records' parameter must hold at least 4 successful measurements. "
+                f"Got {len(data)} instead."
+            )
+        rows = [record_row(d) for d in data]
+        self.encoder_ = FeatureEncoder().fit(rows)
+        X = self.encoder_.transform(rows)
+        self.accuracy_, self.train_time_, self.memory_ = self._estimators(self.encoder_.work_column)
+        self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data])
+        self.train_time_.fit(X, [d["metrics"]["train_time_s"] for d in data])
+        self.memory_.fit(X, [d["metrics"]["peak_rss_mb"] for d in data])
+        self._fit_references(data)
+        self.n_records_ = len(data)
+        return self
+
+    def _fit_references(self, data: list[dict[str, Any]]) -> None:
+        workloads: dict[str, dict[str, Any]] = {}
+        for d in data:
+            label = workload_label(d)
+            w = d["workload"]
+            entry = workloads.setdefault(label, {"name": w.get("name", label),
+                                                 "dataset": w.get("dataset"),
+                                                 "dataset_params": w.get("dataset_params") or {},
+                                                 "fingerprint": w.get("fingerprint"),
+                                                 "meta": w["meta"], "records": 0})
+            entry["records"] += 1
+        self.workloads_ = list(workloads.values())
+        vectors = np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_])
+        spread = np.nanstd(vectors, axis=0) if len(vectors) > 1 else np.ones(vectors.shape[1])
+        self.workload_scale_ = np.where(np.isfinite(spread) & (spread > 0.05), spread, 0.05)
+        self.workload_center_ = np.nanmean(vectors, axis=0)
+        loo = [self._distances(v, skip=i).min() for i, v in enumerate(vectors)] if len(vectors) > 1 else [1.0]
+        self.ood_threshold_ = float(max(1.0, 1.25 * max(loo)))
+        hardware: dict[str, dict[str, Any]] = {}
+        for d in data:
+            hw = d.get("hardware") or {}
+            hardware.setdefault(str(hw.get("target", hw.get("cpu_model"))), {
+                "target": hw.get("target"), "cpu_model": hw.get("cpu_model"),
+                "usable_cores": hw.get("usable_cores"), "logical_cores": hw.get("logical_cores"),
+                "memory_gb": hw.get("memory_gb"), "gpus": len(hw.get("gpus") or ()),
+                "cpu_flags": sorted(hw.get("cpu_flags") or ()),
+            })
+        self.hardware_ = list(hardware.values())
+        configs = [d["config"] for d in data]
+        self.config_ranges_ = {
+            "epochs": [min(c["epochs"] for c in configs), max(c["epochs"] for c in configs)],
+            "batch_size": [min(c["batch_size"] for c in configs), max(c["batch_size"] for c in configs)],
+            "learning_rate": [min(c["learning_rate"] for c in configs),
+                              max(c["learning_rate"] for c in configs)],
+        }
+        self.frameworks_ = sorted({c["framework"] for c in configs})
+
+    def _distances(self, vector: np.ndarray, skip: int | None = None) -> np.ndarray:
+        refs = np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_])
+        diff = (refs - vector[None, :]) / self.workload_scale_[None, :]
+        diff = np.where(np.isfinite(diff), diff, 3.0)  # a feature unknown on one side: far
+        dist = np.sqrt(np.mean(diff**2, axis=1))
+        if skip is not None:
+            dist[skip] = np.inf
+        return dist
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "encoder_"):
+            raise NotFittedError(
+                "This PerformanceModel instance is not fitted yet. Call 'fit' with records first."
+            )
+
+    def predict(self, rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+        """Per row: ``accuracy``, ``train_time_s``, ``peak_rss_mb`` and their ``_low`` / ``_high``."""
+        self._check_fitted()
+        unknown = {r["config"]["framework"] for r in rows} - set(self.encoder_.frameworks_)
+        if unknown:
+            raise ParameterError(
+                f"The 'framework' parameter must be one the knowledge base has measured "
+                f"({', '.join(self.encoder_.frameworks_)}). Got {sorted(unknown)} instead."
+            )
+        X = self.encoder_.transform(rows)
+        out: dict[str, np.ndarray] = {}
+        for key, est in (("accuracy", self.accuracy_), ("train_time_s", self.train_time_),
+                         ("peak_rss_mb", self.memory_)):
+            point, low, high = est.predict_interval(X)
+            out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
+        return out
+
+    def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
+        """The ``k`` measured workloads most like ``meta``, with their standardized distance."""
+        self._check_fitted()
+        dist = self._distances(workload_vector(meta)[_NOVELTY_IDX])
+        order = np.argsort(dist)[:k]
+        return [(self.workloads_[i]["name"], round(float(dist[i]), 3)) for i in order]
+
+    def novelty(self, meta: dict[str, Any], hardware: dict[str, Any]) -> tuple[bool, list[str], list[tuple[str, float]]]:
+        """Whether a workload / hardware lies outside the knowledge base: (flag, reasons, nearest)."""
+        nearest = self.nearest_workloads(meta)
+        reasons = []
+        if nearest and nearest[0][1] > self.ood_threshold_:
+            reasons.append(
+                f"workload is unlike every measured one (distance {nearest[0][1]:.2f} to "
+                f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of each other)"
+            )
+        reasons.extend(self._hardware_reasons(hardware))
+        return bool(reasons), reasons, nearest
+
+    def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
+        models = sorted({str(h["cpu_model"]) for h in self.hardware_})
+        reasons = []
+        if str(hardware.get("cpu_model")) not in models:
+            reasons.append(f"CPU {hardware.get('cpu_model')!r} was never measured (measured: {', '.join(models)})")
+        cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
+        usable = hardware.get("usable_cores")
+        if cores and usable is not None and not (min(cores) <= usable <= max(cores)):
+            reasons.append(f"{usable} usable cores is outside the measured {min(cores)}..{max(cores)}")
+        if len(hardware.get("gpus") or ()) and not any(h["gpus"] for h in self.hardware_):
+            reasons.append("the knowledge base has no GPU measurements")
+        vec = hardware_vector(hardware)
+        mems = [h["memory_gb"] for h in self.hardware_ if h.get("memory_gb")]
+        if mems and math.isfinite(vec[2]) and not (0.5 * min(mems) <= math.exp(vec[2]) <= 2 * max(mems)):
+            reasons.append(f"{math.exp(vec[2]):.0f} GB memory is far from the measured {min(mems):.0f}..{max(mems):.0f} GB")
+        return reasons
+
+    def workload_meta(self, fingerprint: str) -> dict[str, Any] | None:
+        """The meta-features recorded for a measured data set (saves recomputing landmarks)."""
+        self._check_fitted()
+        for w in self.workloads_:
+            if w["fingerprint"] == fingerprint:
+                return dict(w["meta"])
+        return None
+
+    def named_dataset_meta(self, dataset: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The meta-features recorded for data set ``dataset`` loaded with ``params``, if measured."""
+        self._check_fitted()
+        for w in self.workloads_:
+            if w.get("dataset") == dataset and (w.get("dataset_params") or {}) == (params or {}):
+                return dict(w["meta"])
+        return None
+
+    # Persistence: numpy arrays plus a JSON state, written and read without pickle.
+    def save(self, path: str | Path) -> Path:
+        self._check_fitted()
+        path = Path(path)
+        arrays: dict[str, np.ndarray] = {}
+        for key, est in (("acc.", self.accuracy_), ("time.", self.train_time_), ("mem.", self.memory_)):
+            arrays.update(est.to_arrays(key))
+        state = {
+            "format": FORMAT_VERSION, "params": self.get_params(), "encoder": self.encoder_.to_state(),
+            "workloads": self.workloads_, "workload_scale": self.workload_scale_.tolist(),
+            "workload_center": self.workload_center_.tolist(), "ood_threshold": self.ood_threshold_,
+            "hardware": self.hardware_, "config_ranges": self.config_ranges_,
+            "frameworks": self.frameworks_, "n_records": self.n_records_,
+            "work_column": self.train_time_.work_column,
+        }
+        arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez_compressed(tmp, **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> PerformanceModel:
+        with np.load(Path(path), allow_pickle=False) as arrays:
+            state = json.loads(arrays["state_json"].tobytes().decode())
+            if state.get("format") != FORMAT_VERSION:
+                raise ParameterError(f"Surrogate file {str(path)!r} has an unknown format.")
+            model = cls(**state["params"])
+            model.encoder_ = FeatureEncoder.from_state(state["encoder"])
+            model.accuracy_, model.train_time_, model.memory_ = model._estimators(state["work_column"])
+            model.accuracy_.load_arrays(arrays, "acc.")
+            model.train_time_.load_arrays(arrays, "time.")
+            model.memory_.load_arrays(arrays, "mem.")
+        model.workloads_ = state["workloads"]
+        model.workload_scale_ = np.array(state["workload_scale"])
+        model.workload_center_ = np.array(state["workload_center"])
+        model.ood_threshold_ = state["ood_threshold"]
+        model.hardware_ = state["hardware"]
+        model.config_ranges_ = state["config_ranges"]
+        model.frameworks_ = state["frameworks"]
+        model.n_records_ = state["n_records"]
+        return model
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002
+        return {"coverage": self.coverage, "max_iter": self.max_iter, "calibrate": self.calibrate,
+                "random_state": self.random_state}
