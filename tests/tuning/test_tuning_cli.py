@@ -1,0 +1,113 @@
+"""``dltune tune``, ``dltune worker`` and ``dltune dashboard`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_TUNE = ("tune", "--workload", "digits", "--model", "mlp", "--data", "n_train=300", "--data",
+         "n_test=150", "--frameworks", "numpy", "--fix", "intra_op_threads=1", "--fix",
+         "inter_op_threads=1", "--fix", "blas_threads=1", "--fix", "epochs=2")
+
+
+@pytest.fixture(scope="module")
+def tuned_db(tmp_path_factory):
+    """A SQLite storage holding one small tuned study, made by the CLI."""
+    db = tmp_path_factory.mktemp("cli") / "cli.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "dltune.cli", *_TUNE, "--trials", "2", "--storage",
+         f"sqlite:///{db}", "--seed", "0", "--preset-epochs", "1", "--json"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return f"sqlite:///{db}", json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_tune_json_reports_front_best_and_preset_comparison(tuned_db):
+    _, report = tuned_db
+    study = report["studies"]["numpy"]
+    assert study["counts"] == {"COMPLETE": 2}
+    assert study["pareto"] and study["best"]["config"]["epochs"] == 2
+    comparison = study["comparison"]
+    assert comparison["preset_label"] == "caffe/mnist (no numpy preset), epochs capped 11->1"
+    assert comparison["speedup"] > 0 and comparison["trial"] in {0, 1}
+
+
+@pytest.mark.slow
+def test_worker_joins_and_tops_up_an_existing_study(tuned_db, cli):
+    url, report = tuned_db
+    name = report["studies"]["numpy"]["study_name"]
+    done = cli("worker", "--study", name, "--n-trials", "3", "--json", env={"DLTUNE_STORAGE": url})
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["ran"] == 1 and summary["counts"]["COMPLETE"] == 3
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
+    url = f"sqlite:///{tmp_path}/e.db"
+    done = cli(*_TUNE, "--fix", "nonsense=1", "--storage", url)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        done.stderr.strip().splitlines()[0]] and "Unknown search-space dimension 'nonsense'" in done.stderr
+    done = cli("worker", "--study", "nope", "--storage", url)
+    assert done.returncode == 2 and "No study named 'nope'" in done.stderr
+    done = cli("tune", "--frameworks", "numpy", "--storage", "postgresql://u:hunter22@127.0.0.1:1/x")
+    assert done.returncode == 2 and "hunter22" not in done.stdout + done.stderr
+    assert "postgresql://u:***@127.0.0.1:1/x" in done.stderr
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.slow
+def test_dashboard_serves_the_study_and_its_trials(tuned_db):
+    import socket
+
+    url, report = tuned_db
+    name = report["studies"]["numpy"]["study_name"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dltune.cli", "dashboard", "--storage", url, "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ},
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                studies = _get(f"http://127.0.0.1:{port}/api/studies")["study_summaries"]
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()[-2000:]
+                assert time.monotonic() < deadline, "the dashboard did not answer"
+                time.sleep(0.5)
+        found = [s for s in studies if s["study_name"] == name]
+        assert len(found) == 1
+        detail = _get(f"http://127.0.0.1:{port}/api/studies/{found[0]['study_id']}")
+        trials = detail["trials"]
+        assert len(trials) >= 2
+        for trial in trials:
+            keys = {a["key"] for a in trial["user_attrs"]}
+            assert {"measurement", "config", "test_accuracy", "train_time_s"} <= keys
+            if trial["state"] == "Complete":
+                assert len(trial["intermediate_values"]) == 2  # one accuracy per epoch
+        assert detail["best_trials"]
+        assert detail["objective_names"] == ["test accuracy", "training time (s)"]
+        assert detail["directions"] == ["maximize", "minimize"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
