@@ -125,6 +125,18 @@ class Analysis:
                      ["framework", "parameter", "values", "accuracy % (min – max)",
                       "train s (min – max)", "most accurate at"], rows)
 
+    def sweep_points_table(self, param: str) -> Table | None:
+        """Accuracy % / training s at every swept value, framework by framework."""
+        data = self.sweep(param)
+        if data.empty or data[param].nunique() < 2:
+            return None
+        acc = data.pivot_table(index="framework", columns=param, values="accuracy_pct", aggfunc="last")
+        time = data.pivot_table(index="framework", columns=param, values="train_time_s", aggfunc="last")
+        rows = [[fw] + [f"{fmt_pct(acc.loc[fw, v])} / {fmt_s(time.loc[fw, v])} s"
+                        if _finite(acc.loc[fw, v]) else "–" for v in acc.columns] for fw in acc.index]
+        return Table(f"sweep_{param}", f"Accuracy % / training s against {_SWEEPS[param]}",
+                     ["framework"] + [f"{_SWEEPS[param]} {fmt_num(v)}" for v in acc.columns], rows)
+
     def threads_frame(self):
         data = self.phase("threads")
         if data.empty:
@@ -146,7 +158,8 @@ class Analysis:
         """Spearman rank correlation of each hyper-parameter with each resource, and n."""
         import pandas as pd
 
-        data = self.ok.drop_duplicates("key") if self.ok["key"].notna().any() else self.ok
+        keyed = self.ok[self.ok["key"].notna()].drop_duplicates("key", keep="last")
+        data = pd.concat([keyed, self.ok[self.ok["key"].isna()]])
         out = {}
         for h in HYPER:
             for r in RESOURCES:
@@ -274,12 +287,12 @@ class Analysis:
             parts = ", ".join(f"{fw}: {p} ({fmt_pct(acc.loc[fw, p])} %)" for fw, p in best_preset.items())
             out.append(Finding("transfer", f"Defaults do not transfer: the best preset differs by "
                                f"framework ({parts}).",
-                               {f"best_{fw}": acc.loc[fw, p] for fw, p in best_preset.items()}))
+                               {f"best_{fw}_pct": acc.loc[fw, p] for fw, p in best_preset.items()}))
         elif best_preset:
             p = next(iter(best_preset.values()))
             out.append(Finding("transfer", f"The {p} preset was the best for every framework here "
                                f"({', '.join(f'{fw} {fmt_pct(acc.loc[fw, p])} %' for fw in best_preset)}).",
-                               {f"best_{fw}": acc.loc[fw, p] for fw in best_preset}))
+                               {f"best_{fw}_pct": acc.loc[fw, p] for fw in best_preset}))
         drops = []
         for fw in acc.index:
             own = own_preset(fw, self.dataset_kind)
@@ -322,7 +335,7 @@ class Analysis:
             out.append(Finding("learning_rate", f"The learning rate mattered most for {fw}: accuracy "
                                f"ranged from {fmt_pct(lo['accuracy_pct'])} % (lr {fmt_num(lo['learning_rate'])}) "
                                f"to {fmt_pct(hi['accuracy_pct'])} % (lr {fmt_num(hi['learning_rate'])}).",
-                               {"lr_min_acc": lo["accuracy_pct"], "lr_max_acc": hi["accuracy_pct"]}))
+                               {"lr_min_acc_pct": lo["accuracy_pct"], "lr_max_acc_pct": hi["accuracy_pct"]}))
         return out
 
     def _thread_findings(self) -> list[Finding]:

@@ -98,8 +98,10 @@ def build_report(records: list[StudyRecord]) -> Report:
         Section("Defaults do not transfer", items(
             a.cross_table(), fig("cross_defaults", "No cross-defaults records."))),
         Section("Hyper-parameter sweeps", items(
-            a.sweep_table(), fig("sweep_batch_size", "No batch-size sweep."),
-            fig("sweep_learning_rate", "No learning-rate sweep."), fig("sweep_epochs", "No epochs sweep."))),
+            a.sweep_table(),
+            a.sweep_points_table("batch_size"), fig("sweep_batch_size", "No batch-size sweep."),
+            a.sweep_points_table("learning_rate"), fig("sweep_learning_rate", "No learning-rate sweep."),
+            a.sweep_points_table("epochs"), fig("sweep_epochs", "No epochs sweep."))),
         Section("Threads and parallel libraries", items(
             a.threads_table(), fig("threads", "No thread-sweep records."))),
         Section("Resource use", items(

@@ -1,0 +1,143 @@
+"""The report built from constructed records: tables, figures, and findings that match the data."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import pytest
+
+from dltune._errors import ParameterError
+from dltune.report import load_study_records, published_figures, render_html
+from dltune.report._model import fmt_mb, fmt_pct, fmt_s
+from dltune.study import own_preset
+
+EXPECTED_TABLES = {"comparison", "cross_defaults", "sweeps", "sweep_batch_size", "sweep_learning_rate",
+                   "sweep_epochs", "threads", "correlation", "pareto", "tuning", "failed"}
+EXPECTED_FIGURES = {"train_time", "test_time", "accuracy", "cross_defaults", "sweep_batch_size",
+                    "sweep_learning_rate", "sweep_epochs", "threads", "resources_batch_size",
+                    "pareto", "tuning"}
+
+
+def _defaults(records):
+    return {r.measurement.framework: r.measurement for r in records if "defaults" in r.phases}
+
+
+def _fmt(key: str, value: float) -> str:
+    if key == "rho":
+        return f"{value:+.2f}"
+    if key.endswith("_mb"):
+        return fmt_mb(value)
+    if key.endswith("_s"):
+        return fmt_s(value)
+    return fmt_pct(value)
+
+
+def test_every_table_and_figure_is_produced(report):
+    assert set(report.tables) == EXPECTED_TABLES
+    assert set(report.figures) == EXPECTED_FIGURES
+    for fig in report.figures.values():
+        assert fig.png[:8] == b"\x89PNG\r\n\x1a\n" and len(fig.png) > 5000
+
+
+def test_comparison_table_puts_measured_next_to_published(records, report):
+    table = report.tables["comparison"]
+    rows = {row[0]: dict(zip(table.columns, row)) for row in table.rows}
+    published = published_figures("mnist")
+    assert set(rows) == {"torch", "tensorflow", "mxnet", "theano", "caffe"}
+    for fw, m in _defaults(records).items():
+        row = rows[fw]
+        assert row["preset"] == own_preset(fw)
+        assert row["train s"] == fmt_s(m.metrics["train_time_s"])
+        assert row["accuracy %"] == fmt_pct(100 * m.metrics["test_accuracy"])
+        assert row["peak MB"] == fmt_mb(m.metrics["peak_rss_mb"])
+        if fw in published:
+            assert row["published CPU train s"] == fmt_s(published[fw]["train_time_cpu_s"])
+            assert row["published CPU acc %"] == fmt_pct(published[fw]["accuracy_cpu_pct"])
+    assert rows["caffe"]["train s"] == "–" and rows["caffe"]["published CPU train s"] == "512"
+    assert rows["theano"]["epochs"] == "5 (of 200)"
+
+
+def test_findings_match_the_records(records, report):
+    findings = {f.topic: f for f in report.findings}
+    d = _defaults(records)
+    times = {fw: m.metrics["train_time_s"] for fw, m in d.items()}
+    accs = {fw: 100 * m.metrics["test_accuracy"] for fw, m in d.items()}
+    fastest = findings["fastest"]
+    assert fastest.values["fastest_train_s"] == min(times.values())
+    assert fastest.values["slowest_train_s"] == max(times.values())
+    assert min(times, key=times.get) in fastest.text
+    assert findings["most_accurate"].values["best_accuracy_pct"] == pytest.approx(max(accs.values()))
+    assert max(accs, key=accs.get) in findings["most_accurate"].text
+    mems = {fw: m.metrics["peak_rss_mb"] for fw, m in d.items()}
+    assert findings["frugal"].values["min_peak_mb"] == min(mems.values())
+    # the borrowed-defaults loss is the largest own-minus-other accuracy gap in the matrix
+    gaps = []
+    for r in records:
+        m = r.measurement
+        if "cross_defaults" in r.phases and m.config["preset_name"] != own_preset(m.framework):
+            gaps.append(accs[m.framework] - 100 * m.metrics["test_accuracy"])
+    borrowed = findings["borrowed"].values
+    assert borrowed["own_pct"] - borrowed["borrowed_pct"] == pytest.approx(max(gaps))
+    # tuning: best tuned trial against the defaults, per framework
+    tuning = [f for f in report.findings if f.topic == "tuning"]
+    assert len(tuning) == 4
+    for f in tuning:
+        fw = f.text.split(" moved ")[1].split(" from ")[0]
+        tuned = [100 * r.measurement.metrics["test_accuracy"] for r in records
+                 if "tune" in r.phases and r.measurement.framework == fw]
+        assert f.values["tuned_pct"] == pytest.approx(max(tuned))
+        assert f.values["default_pct"] == pytest.approx(accs[fw])
+    assert "transfer" in findings and "threads" in findings and "batch_size" in findings
+
+
+def test_every_number_a_finding_states_is_in_a_table(report):
+    cells = " | ".join(str(c) for t in report.tables.values() for row in t.rows for c in row)
+    for finding in report.findings:
+        assert finding.values, finding.text
+        for key, value in finding.values.items():
+            text = _fmt(key, value)
+            assert text in finding.text, (key, text, finding.text)
+            assert text in cells, (key, text, finding.text)
+
+
+def test_pareto_front_is_not_dominated(records, report):
+    table = report.tables["pareto"]
+    front = [(float(r[2]), float(r[3])) for r in table.rows]
+    ok = [(100 * r.measurement.metrics["test_accuracy"], r.measurement.metrics["train_time_s"])
+          for r in records if r.measurement.ok]
+    for acc, time in front:
+        assert not any(a > acc + 0.05 and t < time * 0.99 for a, t in ok)
+    best = max(a for a, _ in ok)
+    assert max(a for a, _ in front) == pytest.approx(best, abs=0.05)
+
+
+def test_html_is_self_contained(report):
+    page = render_html(report)
+    sources = re.findall(r'<img [^>]*src="([^"]+)"', page)
+    assert len(sources) == len(report.figures)
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "http://" not in page and "https://" not in page
+    assert "worker died" in page  # failed runs are listed, not hidden
+
+
+def test_records_file_round_trip_and_errors(records, tmp_path):
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r.to_dict()) for r in records))
+    loaded = load_study_records(records=path)
+    assert len(loaded) == len(records) and loaded[0].phases == records[0].phases
+    with pytest.raises(ParameterError, match="does not exist"):
+        load_study_records(records=tmp_path / "missing.jsonl")
+    other = records[0].to_dict()
+    other["workload"] = {**other["workload"], "name": "synthetic-mlp", "dataset": "synthetic"}
+    path.write_text(path.read_text() + "\n" + json.dumps(other))
+    with pytest.raises(ParameterError, match="several workloads"):
+        load_study_records(records=path)
+    assert len(load_study_records(records=path, workload="digits-lenet")) == len(records)
+    with pytest.raises(ParameterError, match="No records for workload 'cifar10'"):
+        load_study_records(records=path, workload="cifar10")
+    with pytest.raises(ParameterError, match="does not exist"):
+        load_study_records(storage=f"sqlite:///{tmp_path / 'none.db'}")
