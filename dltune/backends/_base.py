@@ -10,6 +10,9 @@ Call order, all inside a worker process:
 3. ``train_epoch(batches, lrs)`` and ``predict()`` alternately, driven by :func:`run_training`,
    which alone owns batch order, schedules, timing, curves and early stopping.
 
+:func:`run_steps` drives the same calls for a few given batches and returns the weights: the
+conformance suite uses it to check that every backend takes the same optimisation steps.
+
 Nothing here is thread-safe; a worker runs one training at a time.
 """
 
@@ -26,7 +29,7 @@ import numpy as np
 from dltune.backends._common import batch_order, learning_rates
 from dltune.models._spec import ModelSpec
 
-__all__ = ["Trainer", "run_training"]
+__all__ = ["Trainer", "run_steps", "run_training"]
 
 
 class Trainer(ABC):
@@ -171,4 +174,32 @@ def run_training(
         "cpu_percent_mean": 100.0 * cpu_time / train_time if train_time > 0 else 0.0,
         "samples_per_s": n * len(curves) / train_time if train_time > 0 else 0.0,
         "gpu_peak_mb": trainer.device_peak_memory_mb(),
+    }
+
+
+def run_steps(
+    trainer_cls: type[Trainer],
+    spec: ModelSpec,
+    config: dict[str, Any],
+    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    batches: list[np.ndarray],
+    lrs: np.ndarray,
+) -> dict[str, Any]:
+    """Build from the canonical initial weights, train on exactly ``batches``, report the state.
+
+    Returns the weights after the steps (canonical layout), the mean loss over the steps, the
+    test-set predictions and the backend's own parameter count.
+    """
+    x_train, y_train, x_test, y_test = data
+    trainer = trainer_cls(spec, config)
+    trainer.build(spec.init_params(int(config["seed"])))
+    trainer.load_data(x_train, y_train, x_test, y_test)
+    trainer.compile()
+    loss = float(trainer.train_epoch([np.asarray(b, dtype=np.int64) for b in batches],
+                                     np.asarray(lrs, dtype=np.float32)))
+    return {
+        "params": [np.asarray(p) for p in trainer.get_params()],
+        "loss": loss,
+        "predictions": np.asarray(trainer.predict()),
+        "param_count": int(trainer.count_params()),
     }

@@ -91,10 +91,9 @@ def _thread_report(trainer_cls: Any) -> dict[str, Any]:
     return report
 
 
-def _run(request: dict[str, Any]) -> dict[str, Any]:
+def _trainer_class(request: dict[str, Any]) -> tuple[Any, float]:
+    """The backend's Trainer class, set up on first use; and the import time paid now."""
     from dltune.backends import load_trainer_class
-    from dltune.backends._base import run_training
-    from dltune.models._spec import ModelSpec
 
     backend = request["backend"]
     import_time = 0.0
@@ -103,7 +102,29 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         trainer_cls = load_trainer_class(backend)
         trainer_cls.setup(request.get("threads") or {})
         _set_up[backend] = import_time = time.perf_counter() - t0
-    trainer_cls = load_trainer_class(backend)
+    return load_trainer_class(backend), import_time
+
+
+def _steps(request: dict[str, Any]) -> dict[str, Any]:
+    """Op ``steps`` (conformance checks): train on the given batches, save the state to ``out``."""
+    from dltune.backends._base import run_steps
+    from dltune.models._spec import ModelSpec
+
+    trainer_cls, _ = _trainer_class(request)
+    data = _load_arrays(request["data_dir"], request["fingerprint"])
+    state = run_steps(trainer_cls, ModelSpec.from_dict(request["spec"]), request["config"], data,
+                      request["batches"], np.asarray(request["lrs"], dtype=np.float32))
+    params = state.pop("params")
+    np.savez(request["out"], predictions=state.pop("predictions"),
+             **{f"p{i}": p for i, p in enumerate(params)})
+    return {**state, "n_params": len(params), "threads": _thread_report(trainer_cls)}
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    from dltune.backends._base import run_training
+    from dltune.models._spec import ModelSpec
+
+    trainer_cls, import_time = _trainer_class(request)
     _inject_fault(request.get("fault"))
     spec = ModelSpec.from_dict(request["spec"])
     data = _load_arrays(request["data_dir"], request["fingerprint"])
@@ -134,7 +155,8 @@ def main() -> None:
         if request.get("op") == "exit":
             break
         try:
-            _send({"event": "result", "ok": True, "result": _run(request)})
+            handler = _steps if request.get("op") == "steps" else _run
+            _send({"event": "result", "ok": True, "result": handler(request)})
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
             _send(
                 {
