@@ -87,7 +87,7 @@ def _sweep(a: Analysis, param: str, label: str, log: bool) -> bytes | None:
         g = g.drop_duplicates(param, keep="last")
         axes[0].plot(g[param], g["accuracy_pct"], "o-", color=_colour(fw), label=fw)
         axes[1].plot(g[param], g["train_time_s"], "o-", color=_colour(fw), label=fw)
-    for ax, ylabel in zip(axes, ("test accuracy %", "training time s")):
+    for ax, ylabel in zip(axes, ("test accuracy %", "training time s"), strict=True):
         if log:
             ax.set_xscale("log")
         ax.set_xlabel(label)
@@ -111,7 +111,7 @@ def _threads(a: Analysis) -> bytes | None:
         xs = [i + k * width for i in range(len(t.columns))]
         axes[0].bar(xs, t.loc[fw], width, color=_colour(fw), label=fw)
         axes[1].bar(xs, cpu.reindex(columns=t.columns).loc[fw], width, color=_colour(fw), label=fw)
-    for ax, ylabel in zip(axes, ("training time s", "CPU % of one core")):
+    for ax, ylabel in zip(axes, ("training time s", "CPU % of one core"), strict=True):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(t.columns))], list(t.columns),
                       rotation=35, ha="right", fontsize=8)
         ax.set_ylabel(ylabel)
@@ -129,7 +129,7 @@ def _resources(a: Analysis) -> bytes | None:
         g = g.drop_duplicates("batch_size", keep="last")
         axes[0].plot(g["batch_size"], g["cpu_pct"], "o-", color=_colour(fw), label=fw)
         axes[1].plot(g["batch_size"], g["peak_mb"], "o-", color=_colour(fw), label=fw)
-    for ax, ylabel in zip(axes, ("CPU % of one core (training)", "peak memory MB")):
+    for ax, ylabel in zip(axes, ("CPU % of one core (training)", "peak memory MB"), strict=True):
         ax.set_xscale("log")
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)

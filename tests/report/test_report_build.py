@@ -43,7 +43,7 @@ def test_every_table_and_figure_is_produced(report):
 
 def test_comparison_table_puts_measured_next_to_published(records, report):
     table = report.tables["comparison"]
-    rows = {row[0]: dict(zip(table.columns, row)) for row in table.rows}
+    rows = {row[0]: dict(zip(table.columns, row, strict=True)) for row in table.rows}
     published = published_figures("mnist")
     assert set(rows) == {"torch", "tensorflow", "mxnet", "theano", "caffe"}
     for fw, m in _defaults(records).items():
