@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from dltune.cli._common import parse_list
     from dltune.config import usable_cores
     from dltune.tuning import SearchSpace, tune
-    from dltune.tuning._storage import default_storage_url, mask_url
+    from dltune.tuning._storage import default_storage_url, mask_url, quiet_optuna
+
+    quiet_optuna()
 
     if args.frameworks.strip() == "all":
         frameworks = [n for n in BACKENDS if n != "numpy" and _available(n)]

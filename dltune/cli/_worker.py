@@ -27,6 +27,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dltune.tuning import run_worker
+    from dltune.tuning._storage import quiet_optuna
+
+    quiet_optuna()
 
     summary = run_worker(args.study, args.storage, args.n_trials, timeout=args.timeout,
                          seed_offset=args.seed_offset, any_hardware=args.any_hardware,

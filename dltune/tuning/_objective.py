@@ -192,13 +192,13 @@ class TrialRunner:
                     "cpu_percent_mean", "epochs_run"):
             if metrics.get(key) is not None:
                 trial.set_user_attr(key, metrics[key])
-        for name, value in zip(self.constraints, constraint_values(metrics, self.constraints)):
+        for name, value in zip(self.constraints, constraint_values(metrics, self.constraints), strict=True):
             trial.set_constraint(name, value)
         if metrics.get("stopped") == "pruned":
             return TrialState.PRUNED, None
         results = [metrics.get(o.metric) for o in self.objectives]
         if any(v is None or v != v for v in results):
-            missing = [o.metric for o, v in zip(self.objectives, results) if v is None or v != v]
+            missing = [o.metric for o, v in zip(self.objectives, results, strict=True) if v is None or v != v]
             trial.set_user_attr("fail_reason", f"the run reported no value for {missing}")
             trial.set_user_attr("fail_kind", "no_metric")
             return TrialState.FAIL, None

@@ -51,6 +51,13 @@ class StorageError(DltuneError, RuntimeError):
     """A storage could not be opened or used; the message never holds a password."""
 
 
+def quiet_optuna() -> None:
+    """Optuna's per-trial INFO lines off: the commands draw progress bars and tables instead."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
 def default_storage_url() -> str:
     """``$DLTUNE_STORAGE`` (keeps passwords out of command lines), else ``sqlite:///dltune.db``."""
     return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE

@@ -20,9 +20,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 def test_three_workers_share_a_study_and_stop_at_exactly_the_target(
     postgres_url, pg_password, tiny_workload, cheap_space
 ):
-    from optuna.trial import TrialState
-
     import optuna
+    from optuna.trial import TrialState
 
     # `dltune tune` creates the study (and runs its first trial); workers then join it.
     res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=1,
@@ -37,7 +36,7 @@ def test_three_workers_share_a_study_and_stop_at_exactly_the_target(
         for i in range(3)
     ]
     outputs = [w.communicate(timeout=600) for w in workers]
-    for w, (out, err) in zip(workers, outputs):
+    for w, (out, err) in zip(workers, outputs, strict=True):
         assert w.returncode == 0, err[-2000:]
         assert pg_password not in out + err
     import json
