@@ -106,13 +106,12 @@ def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any]) -> int:
     return n
 
 
-def _recommended(workload: Any, hardware: Any, framework: str) -> list[Any]:
-    """Configurations dltune.recommend proposes for ``framework`` (best first)."""
+def _recommended(workload: Any, hardware: Any, framework: str) -> list[TrainConfig]:
+    """Configurations dltune.recommend proposes for ``framework``: its pick, then alternatives."""
     from dltune.recommend import recommend
 
     rec = recommend(workload, hardware=hardware, frameworks=[framework])
-    found = [rec] + list(getattr(rec, "alternatives", []) or [])
-    return [r for r in found if getattr(r, "framework", framework) == framework]
+    return [c for c in rec.configs if c.framework == framework]
 
 
 def _measure_preset(study: Any, workload: Any, framework: str, base: TrainConfig,

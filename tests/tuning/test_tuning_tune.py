@@ -186,3 +186,32 @@ def test_sigkill_mid_trial_leaves_no_trial_running_and_next_run_completes(
     assert _study(url, res.study_name).user_attrs[f"stale_trial:{stale.number}"].startswith("stale")
     retried = [t for t in trials if t.system_attrs.get("failed_trial") == stale.number]
     assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
+
+
+@pytest.mark.slow
+def test_warm_start_enqueues_what_recommend_proposes(tiny_workload, cheap_space, tmp_path, monkeypatch):
+    import dltune.recommend
+
+    proposed = TrainConfig(framework="numpy", optimizer="sgd", learning_rate=0.1, batch_size=64, epochs=3)
+    other = TrainConfig(framework="torch", optimizer="sgd", learning_rate=0.2, batch_size=16, epochs=1)
+    calls = []
+
+    class FakeRecommendation:
+        configs = [proposed, other]
+
+    def fake_recommend(workload, hardware=None, frameworks=None, **kwargs):
+        calls.append((workload, hardware, frameworks))
+        return FakeRecommendation()
+
+    # recommend() needs the shipped knowledge base; this test checks tune's side of the wiring
+    monkeypatch.setattr(dltune.recommend, "recommend", fake_recommend)
+    url = f"sqlite:///{tmp_path}/w.db"
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=2, storage=url,
+               seed=0, warm_start=True, compare_preset=False)["numpy"]
+    assert calls and calls[0][0] is tiny_workload and calls[0][2] == ["numpy"]
+    trials = _study(url, res.study_name).trials
+    # weight decay 0 lies below the space's log range: clipped to its low end
+    assert trials[0].params == {"learning_rate": 0.1, "batch_size": 64, "epochs": 3,
+                                "optimizer": "sgd", "weight_decay": 1e-6}
+    assert trials[0].user_attrs["enqueued"] is True
+    assert len(trials) == 2 and not trials[1].user_attrs.get("enqueued")  # torch's was not queued
