@@ -17,6 +17,7 @@ from dltune.kb._store import (
     shipped_provenance_path,
 )
 from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite, run_key
+from dltune.kb._validate import ValidationReport, validate_kb
 
 __all__ = [
     "SUITES",
@@ -24,6 +25,7 @@ __all__ = [
     "PlannedRun",
     "RecordStore",
     "SuiteWorkload",
+    "ValidationReport",
     "build_kb",
     "default_build_dir",
     "export_kb",
@@ -33,4 +35,5 @@ __all__ = [
     "run_key",
     "shipped_kb_path",
     "shipped_provenance_path",
+    "validate_kb",
 ]

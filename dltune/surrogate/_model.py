@@ -52,8 +52,24 @@ def usable_records(records: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def workload_label(data: dict[str, Any]) -> str:
+    """A unique label of a record's workload (its data set's fingerprint tells apart equal names)."""
     w = data["workload"]
-    return f"{w.get('name', '?')}#{w.get('fingerprint', '')[:6]}"
+    return f"{display_name(w)}#{w.get('fingerprint', '')[:6]}"
+
+
+def display_name(workload: dict[str, Any]) -> str:
+    """A readable workload name: data set, its size / shape / classes / difficulty, model."""
+    p = workload.get("dataset_params") or {}
+    meta = workload.get("meta") or {}
+    name = workload.get("dataset") or workload.get("name", "?")
+    if p:
+        shape = f"{meta.get('height', '?')}x{meta.get('width', '?')}x{meta.get('channels', '?')}"
+        parts = [f"n={meta.get('n_train', p.get('n_train', '?'))}", shape,
+                 f"k={meta.get('num_classes', '?')}"]
+        if "difficulty" in p:
+            parts.append(f"d={p['difficulty']}")
+        name = f"{name}[{','.join(parts)}]"
+    return f"{name}-{workload.get('model', '?')}"
 
 
 class PerformanceModel:
@@ -103,7 +119,7 @@ class PerformanceModel:
         for d in data:
             label = workload_label(d)
             w = d["workload"]
-            entry = workloads.setdefault(label, {"name": w.get("name", label),
+            entry = workloads.setdefault(label, {"name": display_name(w),
                                                  "dataset": w.get("dataset"),
                                                  "dataset_params": w.get("dataset_params") or {},
                                                  "fingerprint": w.get("fingerprint"),

@@ -1,0 +1,171 @@
+"""Leave-one-workload-out validation of the surrogates and of the recommendation."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dltune._errors import ParameterError
+from dltune._validation import check_choice
+
+__all__ = ["ValidationReport", "validate_kb"]
+
+BARS = {"train_time_mape": 0.15, "accuracy_spearman_min": 0.8, "regret_points_max": 2.0}
+
+
+@dataclass
+class ValidationReport:
+    """Per held-out workload and overall scores (see :func:`validate_kb`)."""
+
+    workloads: list[dict[str, Any]]
+    overall: dict[str, Any]
+    objective: str
+    n_records: int
+    seconds: float
+    bars: dict[str, float] = field(default_factory=lambda: dict(BARS))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workloads": self.workloads, "overall": self.overall, "objective": self.objective,
+                "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars}
+
+    def table(self) -> str:
+        from dltune.cli._common import format_table
+
+        rows = self.workloads + [{"workload": "OVERALL", **self.overall}]
+        columns = [
+            ("workload", "held-out workload", ""), ("n", "runs", ""),
+            ("train_time_mape_pct", "time MAPE %", ".1f"),
+            ("train_time_coverage_pct", "time in interval %", ".0f"),
+            ("accuracy_mae_points", "acc MAE pts", ".2f"),
+            ("accuracy_spearman", "acc Spearman", ".2f"),
+            ("regret_points", "regret pts", ".2f"),
+            ("picked_time_ratio", "picked/best time", ".2f"),
+        ]
+        text = format_table(rows, columns)
+        o = self.overall
+        verdicts = [
+            f"train-time MAPE {o['train_time_mape_pct']:.1f}% (bar <= {100 * self.bars['train_time_mape']:.0f}%)",
+            f"min accuracy Spearman {_fmt(o['accuracy_spearman_min'])} (bar >= {self.bars['accuracy_spearman_min']})",
+            f"max regret {_fmt(o['regret_points_max'])} points (bar <= {self.bars['regret_points_max']})",
+        ]
+        return text + "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(float)
+    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(float)
+    # Average ranks for ties, as scipy.stats.spearmanr does.
+    for r, v in ((ra, a), (rb, b)):
+        for value in np.unique(v):
+            tied = v == value
+            if tied.sum() > 1:
+                r[tied] = r[tied].mean()
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def validate_kb(
+    records: Sequence[Any] | None = None,
+    objective: str = "accuracy",
+    min_records: int = 3,
+    calibrate: bool = True,
+) -> ValidationReport:
+    """Leave-one-workload-out: for each workload, fit on the others and score on it.
+
+    Per held-out workload: training-time MAPE and the share of measured times inside the
+    predicted interval; accuracy MAE (points) and Spearman rank correlation across its
+    configurations; and the regret of the recommendation: the measured accuracy of the
+    configuration the surrogates rank first (among the workload's measured ones, by
+    ``objective``) below the best measured accuracy, in points, and its training time over
+    the most accurate configuration's.
+
+    Args:
+        records: records, dicts or record files (default: the shipped knowledge base).
+        min_records: workloads with fewer successful records are not held out.
+    """
+    from dltune.kb._store import load_shipped_records
+    from dltune.measure import load_records
+    from dltune.recommend._recommend import OBJECTIVES, pick
+    from dltune.surrogate import PerformanceModel, record_row, usable_records
+    from dltune.surrogate._model import display_name, workload_label
+
+    check_choice("objective", objective, OBJECTIVES)
+    started = time.monotonic()
+    if records is None:
+        loaded: list[Any] = load_shipped_records()
+    else:
+        loaded = []
+        for item in records:
+            loaded.extend(load_records(item) if isinstance(item, str) else [item])
+    data = usable_records(loaded)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for d in data:
+        groups.setdefault(workload_label(d), []).append(d)
+    if len(groups) < 2:
+        raise ParameterError(
+            f"The 'records' parameter must cover at least 2 workloads. Got {len(groups)} instead."
+        )
+    rows, errors, covered, acc_errors = [], [], [], []
+    for label, held in sorted(groups.items()):
+        if len(held) < min_records:
+            continue
+        train = [d for other, ds in groups.items() if other != label for d in ds]
+        model = PerformanceModel(calibrate=calibrate).fit(train)
+        pred = model.predict([record_row(d) for d in held])
+        t_true = np.array([d["metrics"]["train_time_s"] for d in held])
+        a_true = np.array([d["metrics"]["test_accuracy"] for d in held])
+        rel = np.abs(pred["train_time_s"] - t_true) / t_true
+        inside = (t_true >= pred["train_time_s_low"]) & (t_true <= pred["train_time_s_high"])
+        chosen = pick(objective, pred["accuracy"], pred["train_time_s"])
+        best = int(np.lexsort((t_true, -a_true))[0])
+        errors.extend(rel.tolist())
+        covered.extend(inside.tolist())
+        acc_errors.extend(np.abs(pred["accuracy"] - a_true).tolist())
+        rows.append({
+            "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),
+            "frameworks": sorted({d["config"]["framework"] for d in held}),
+            "train_time_mape_pct": 100 * float(rel.mean()),
+            "train_time_median_ape_pct": 100 * float(np.median(rel)),
+            "train_time_coverage_pct": 100 * float(inside.mean()),
+            "accuracy_mae_points": 100 * float(np.abs(pred["accuracy"] - a_true).mean()),
+            "accuracy_spearman": _spearman(pred["accuracy"], a_true),
+            "train_time_spearman": _spearman(pred["train_time_s"], t_true),
+            "best_measured_accuracy": float(a_true[best]),
+            "picked_accuracy": float(a_true[chosen]),
+            "picked_config": {k: held[chosen]["config"][k] for k in
+                              ("framework", "optimizer", "learning_rate", "batch_size", "epochs")},
+            "regret_points": 100 * float(a_true[best] - a_true[chosen]),
+            "picked_time_ratio": float(t_true[chosen] / t_true[best]),
+        })
+    spearmans = [r["accuracy_spearman"] for r in rows if r["accuracy_spearman"] is not None]
+    overall = {
+        "n": sum(r["n"] for r in rows), "workloads": len(rows),
+        "train_time_mape_pct": 100 * float(np.mean(errors)) if errors else None,
+        "train_time_median_ape_pct": 100 * float(np.median(errors)) if errors else None,
+        "train_time_coverage_pct": 100 * float(np.mean(covered)) if covered else None,
+        "accuracy_mae_points": 100 * float(np.mean(acc_errors)) if acc_errors else None,
+        "accuracy_spearman": float(np.mean(spearmans)) if spearmans else None,
+        "accuracy_spearman_min": float(min(spearmans)) if spearmans else None,
+        "regret_points": float(np.mean([r["regret_points"] for r in rows])) if rows else None,
+        "regret_points_max": float(max(r["regret_points"] for r in rows)) if rows else None,
+        "picked_time_ratio": float(np.median([r["picked_time_ratio"] for r in rows])) if rows else None,
+    }
+    rows = [{k: _clean(v) for k, v in r.items()} for r in rows]
+    overall = {k: _clean(v) for k, v in overall.items()}
+    return ValidationReport(rows, overall, objective, len(data), time.monotonic() - started)
