@@ -53,6 +53,7 @@ def test_worker_joins_and_tops_up_an_existing_study(tuned_db, cli):
     assert summary["ran"] == 1 and summary["counts"]["COMPLETE"] == 3
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
     url = f"sqlite:///{tmp_path}/e.db"
     done = cli(*_TUNE, "--fix", "nonsense=1", "--storage", url)
