@@ -258,7 +258,9 @@ def tune(
             f"The search space allows {full_space.cores} cores, but the hardware target has "
             f"{hw.usable_cores}."
         )
-    base = (base or TrainConfig()).replace(seed=seed or 0)
+    base = base or TrainConfig()
+    if seed is not None:
+        base = base.replace(seed=seed)
     if hw.usable_cores < usable_cores():
         base = base.replace(threads={**base.threads.to_dict(), "cores": hw.usable_cores})
     if workers > 1 and not isinstance(sampler, str):

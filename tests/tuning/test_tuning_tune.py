@@ -215,3 +215,20 @@ def test_warm_start_enqueues_what_recommend_proposes(tiny_workload, cheap_space,
                                 "optimizer": "sgd", "weight_decay": 1e-6}
     assert trials[0].user_attrs["enqueued"] is True
     assert len(trials) == 2 and not trials[1].user_attrs.get("enqueued")  # torch's was not queued
+
+
+@pytest.mark.slow
+def test_the_tuning_process_imports_no_framework(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        from dltune import Workload, tune
+        from dltune.tuning import SearchSpace
+        space = SearchSpace(cores=1).fix(epochs=1, batch_size=64, optimizer="sgd")
+        tune(Workload.from_name("digits", "mlp", n_train=200, n_test=100), frameworks="numpy",
+             space=space, n_trials=1, storage="sqlite:///{tmp_path}/f.db", seed=0)
+        heavy = {{"torch", "tensorflow", "keras", "mxnet", "theano", "pytensor"}}
+        print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
