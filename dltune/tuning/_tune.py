@@ -272,6 +272,10 @@ def tune(
         warnings.warn(f"{workers} workers will write one SQLite file ({mask_url(url)}); they "
                       "serialise on its lock. Use PostgreSQL for parallel workers.",
                       UserWarning, stacklevel=2)
+    if pruner is None:
+        pruner_name = "median" if [o.name for o in objs] == ["accuracy"] else "none"
+    else:
+        pruner_name = pruner if isinstance(pruner, str) else type(pruner).__name__
     storage_obj = open_storage(url)
     if pool is None:
         from dltune.runtime import WorkerPool
@@ -286,13 +290,10 @@ def tune(
             fw_space = full_space.without_knobs(fw)
             spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
-                             pruner if isinstance(pruner, str) or pruner is None else type(pruner).__name__,
-                             seed, n_trials)
-            spec.pruner = spec.pruner or ("median" if len(objs) == 1 and objs[0].name == "accuracy" else "none")
+                             pruner_name, seed, n_trials)
             name = study_name(wl, fw, hw.target, objs)
-            study = create_or_load(storage_obj, name, spec,
-                                   build_sampler(sampler, seed),
-                                   build_pruner(pruner if pruner is not None else spec.pruner, len(objs)))
+            study = create_or_load(storage_obj, name, spec, build_sampler(sampler, seed),
+                                   build_pruner(pruner if pruner is not None else pruner_name, len(objs)))
             queued = list(enqueue or [])
             if warm_start:
                 queued = _recommended(wl, hw, fw) + queued
