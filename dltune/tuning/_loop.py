@@ -90,9 +90,12 @@ def run_trials(
     on_trial: Callable[[Any], None] | None = None,
     poll_s: float = 1.0,
     max_consecutive_failures: int = 5,
+    max_runs: int | None = None,
 ) -> int:
     """Run trials until the study holds ``target`` COMPLETE trials (or ``timeout`` passes).
 
+    ``max_runs`` bounds the trials this process runs (pruned ones count), so a pruner that
+    stops nearly everything cannot keep the loop going forever; reaching it warns.
     Returns the number of trials this process ran.
     """
     from optuna.trial import TrialState
@@ -101,6 +104,13 @@ def run_trials(
     ran = failures = 0
     last_reason = ""
     while deadline is None or time.monotonic() < deadline:
+        if max_runs is not None and ran >= max_runs:
+            warnings.warn(
+                f"Study {study.study_name!r}: stopped after {ran} trials in this process "
+                f"without reaching {target} complete ones (pruned or failed trials do not count).",
+                UserWarning, stacklevel=2,
+            )
+            break
         _fail_stale(study)
         trial, complete, running = _reserve(study, storage, target)
         if trial is None:

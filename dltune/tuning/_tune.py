@@ -315,6 +315,11 @@ def tune(
     return TuneResult(storage=mask_url(url), studies=results)
 
 
+def max_runs_for(n_trials: int) -> int:
+    """Trials one process may run for a target of ``n_trials`` complete ones."""
+    return 3 * n_trials + 10
+
+
 def _bar(study: Any, total: int, desc: str, enabled: bool) -> Any:
     if not enabled:
         return None
@@ -342,7 +347,7 @@ def _run_here(study: Any, storage: Any, spec: StudySpec, n_trials: int, timeout:
     try:
         with SQLiteWriters(storage.url):
             return run_trials(study, runner, n_trials, storage=storage, timeout=timeout,
-                              on_trial=on_trial)
+                              on_trial=on_trial, max_runs=max_runs_for(n_trials))
     finally:
         if bar is not None:
             bar.close()
@@ -436,6 +441,7 @@ def run_worker(
         bar = _bar(loaded, target, spec.framework, progress)
         try:
             ran = run_trials(loaded, runner, target, storage=storage_obj, timeout=timeout,
+                             max_runs=max_runs_for(target),
                              on_trial=(lambda t: bar.update(min(target, counts(loaded).get("COMPLETE", 0)) - bar.n))
                              if bar is not None else None)
         finally:

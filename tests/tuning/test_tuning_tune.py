@@ -232,3 +232,24 @@ def test_the_tuning_process_imports_no_framework(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_pruned_trials_keep_partial_records_and_cannot_loop_forever(tiny_workload, cheap_space, tmp_path):
+    import optuna
+    from optuna.trial import TrialState
+
+    from dltune.tuning._tune import max_runs_for
+
+    url = f"sqlite:///{tmp_path}/p.db"
+    always = optuna.pruners.ThresholdPruner(lower=1.1)  # no accuracy reaches 1.1: prune all
+    with pytest.warns(UserWarning, match="without reaching 1 complete ones"):
+        res = tune(tiny_workload, frameworks="numpy", space=cheap_space.fix(epochs=3),
+                   n_trials=1, storage=url, objectives="accuracy", pruner=always, seed=0)["numpy"]
+    trials = _study(url, res.study_name).trials
+    assert len(trials) == max_runs_for(1)
+    assert all(t.state == TrialState.PRUNED for t in trials)
+    for trial in trials:
+        record = record_from_trial(trial)
+        assert record.metrics["stopped"] == "pruned" and record.metrics["epochs_run"] == 1
+    assert res.pareto == [] and res.comparison is None
