@@ -6,7 +6,8 @@ $DLTUNE_CACHE/bench/), and the samplers then search that table of real measureme
 is a table look-up, so many seeds cost nothing. A sampler that proposes a point twice pays for
 it twice, as a real study would.
 
-    python benchmarks/search_efficiency.py [--framework numpy] [--model mlp] [--seeds 20]
+    python benchmarks/search_efficiency.py [--framework numpy] [--workload digits] [--data K=V]
+        [--model mlp] [--seeds 20] [--budget 120]
 
 Prints, per sampler, the number of trials until the best accuracy seen reaches 99% (and 100%)
 of the best accuracy in the whole grid: median, mean, and how many seeds got there within the
@@ -29,15 +30,14 @@ EPOCHS = (1, 2, 4, 8)
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
-def measure_grid(framework: str, model: str, path: Path) -> dict[str, float]:
+def measure_grid(workload, framework: str, path: Path) -> dict[str, float]:
     """Accuracy of every grid point, measured for real (resumable: cached per point)."""
-    from dltune import TrainConfig, Workload
+    from dltune import TrainConfig
     from dltune._bench import measure
     from dltune.config import ThreadConfig
     from dltune.runtime import WorkerPool
 
     table: dict[str, float] = json.loads(path.read_text()) if path.exists() else {}
-    workload = Workload.from_name("digits", model)
     points = list(itertools.product(range(len(LEARNING_RATES)), range(len(BATCH_SIZES)),
                                     range(len(EPOCHS)), OPTIMIZERS))
     todo = [p for p in points if _key(p) not in table]
@@ -99,21 +99,29 @@ def trials_to_reach(sampler_name: str, table: dict[str, float], seed: int, budge
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="numpy")
+    parser.add_argument("--workload", default="digits", help="data set name (default: digits)")
+    parser.add_argument("--data", action="append", metavar="KEY=VALUE",
+                        help="data set parameter, e.g. --data n_train=2000 (repeatable)")
     parser.add_argument("--model", default="mlp")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--budget", type=int, default=120, help="trials per search at most")
     args = parser.parse_args(argv)
 
+    from dltune import Workload
     from dltune._paths import cache_dir
+    from dltune.cli._common import parse_key_values
 
+    workload = Workload.from_name(args.workload, args.model, **parse_key_values(args.data, "data"))
     folder = cache_dir() / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    table = measure_grid(args.framework, args.model, folder / f"search_grid_{args.framework}_{args.model}.json")
+    key = f"{workload.dataset.fingerprint()}_{args.model}_{args.framework}"
+    table = measure_grid(workload, args.framework, folder / f"search_grid_{key}.json")
     values = sorted(table.values(), reverse=True)
     top = values[0]
     thresholds = [0.99 * top, top]
     share = sum(v >= thresholds[0] for v in values) / len(values)
-    print(f"workload digits/{args.model}, framework {args.framework}: {len(table)} grid points "
+    print(f"workload {workload.name} {dict(workload.dataset.params)}, framework {args.framework}: "
+          f"{len(table)} grid points "
           f"measured; best accuracy {top:.4f}; {100 * share:.1f}% of points reach 99% of it "
           f"(>= {thresholds[0]:.4f})")
     print(f"{'sampler':8s} {'target':>6s} {'median':>7s} {'mean':>7s} {'reached':>9s}")
