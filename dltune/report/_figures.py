@@ -74,7 +74,8 @@ def _heatmap(a: Analysis) -> bytes | None:
                             color="white" if (shown[i, j] - np.nanmin(shown)) <
                             0.5 * (np.nanmax(shown) - np.nanmin(shown)) else "black")
         ax.set_title(title)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        bar = fig.colorbar(im, ax=ax, fraction=0.046)
+        bar.set_label("log10 seconds" if m is time else "%")
     return _png(fig)
 
 

@@ -47,7 +47,7 @@ def fmt_num(x: Any) -> str:
     if _missing(x):
         return "–"
     if isinstance(x, float) and not x.is_integer():
-        return f"{x:g}"
+        return f"{x:.3g}"
     try:
         return str(int(x))
     except (TypeError, ValueError):

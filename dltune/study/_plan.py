@@ -94,22 +94,25 @@ class StudyPlan:
 
 
 def thread_variants(max_cores: int) -> list[tuple[str, ThreadConfig]]:
-    """The thread / parallel-library settings the study compares, valid on ``max_cores``."""
-    n = max(1, min(max_cores, 2))
+    """The thread / parallel-library settings the study compares, valid on ``max_cores``.
+
+    Ordered by priority (a budget cut drops the last): the defaults, one core, one thread,
+    two threads, two cores, then the mixed intra-op / BLAS settings.
+    """
+    two = max_cores >= 2
     variants = [
         ("default", ThreadConfig()),
+        ("1 core", ThreadConfig(intra_op=1, inter_op=1, blas=1, cores=1)),
         ("intra 1, blas 1", ThreadConfig(intra_op=1, inter_op=1, blas=1)),
     ]
-    if n >= 2:
+    if two:
         variants += [
             ("intra 2, blas 2", ThreadConfig(intra_op=2, inter_op=1, blas=2)),
+            ("2 cores", ThreadConfig(intra_op=2, inter_op=1, blas=2, cores=2)),
             ("intra 2, blas 1", ThreadConfig(intra_op=2, inter_op=1, blas=1)),
             ("intra 1, blas 2", ThreadConfig(intra_op=1, inter_op=1, blas=2)),
             ("inter 2", ThreadConfig(intra_op=1, inter_op=2, blas=1)),
         ]
-    variants.append(("1 core", ThreadConfig(intra_op=1, inter_op=1, blas=1, cores=1)))
-    if n >= 2:
-        variants.append(("2 cores", ThreadConfig(intra_op=2, inter_op=1, blas=2, cores=2)))
     return variants
 
 
