@@ -20,6 +20,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage", default="default",
                         help="Optuna storage whose records are added (default: ./dltune.db if present)")
     parser.add_argument("--records", action="append", metavar="FILE", help="extra record files (repeatable)")
+    parser.add_argument("--kb", metavar="FILE", help="knowledge-base records file (default: the shipped one)")
     parser.add_argument("--verify", action="store_true",
                         help="train the recommended configuration here and print predicted against measured")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
     rec = recommend(workload, args.hardware, args.objective, constraints or None, frameworks,
                     args.top_k, model=args.model, records=args.records,
-                    storage=None if args.storage == "none" else args.storage)
+                    storage=None if args.storage == "none" else args.storage, knowledge_base=args.kb)
     verified = _verify(args, workload, rec) if args.verify else None
     if args.json:
         out = rec.to_dict()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,6 +210,7 @@ def recommend(
     model: str | None = None,
     records: list[Any] | None = None,
     storage: str | None = "default",
+    knowledge_base: str | Path | None = None,
 ) -> Recommendation:
     """The framework and configuration to use for ``workload`` on ``hardware``, predicted.
 
@@ -231,6 +230,7 @@ def recommend(
         records: extra measurement records (or record files) to fit on.
         storage: Optuna storage whose records are added (``"default"``: ``./dltune.db`` or
             ``$DLTUNE_STORAGE`` when present; None: none).
+        knowledge_base: a knowledge-base records file to use instead of the shipped one.
 
     Raises:
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
@@ -241,7 +241,7 @@ def recommend(
     top_k = check_int("top_k", top_k, 1, 100)
     limits = _check_constraints(constraints)
     hw, local = _resolve_hardware(hardware)
-    perf = fitted_model(records=records, storage=storage)
+    perf = fitted_model(records=records, storage=storage, kb_path=knowledge_base)
     frameworks = _frameworks(frameworks, perf.frameworks_, local)
     dataset_name, spec, meta = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()

@@ -208,7 +208,7 @@ class PerformanceModel:
         if str(hardware.get("cpu_model")) not in models:
             reasons.append(f"CPU {hardware.get('cpu_model')!r} was never measured (measured: {', '.join(models)})")
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
-        usable = hardware.get("usable_cores")
+        usable = hardware.get("usable_cores", hardware.get("logical_cores"))
         if cores and usable is not None and not (min(cores) <= usable <= max(cores)):
             reasons.append(f"{usable} usable cores is outside the measured {min(cores)}..{max(cores)}")
         if len(hardware.get("gpus") or ()) and not any(h["gpus"] for h in self.hardware_):

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+
+import pytest
+
+from dltune._errors import DltuneError, ParameterError
+from dltune.kb import RecordStore, build_kb, export_kb, load_shipped_records, plan_suite
+
+pytestmark = pytest.mark.slow
+
+
+def test_build_measures_every_planned_run(tiny_kb):
+    entries = RecordStore(tiny_kb).entries()
+    plan = plan_suite("tiny", ["numpy"], 6, 1)
+    assert {e["kb"]["key"] for e in entries} == {p.key for p in plan}
+    ok = [e for e in entries if e["status"] == "ok"]
+    assert len(ok) >= len(plan) - 2
+    for e in ok:
+        assert e["metrics"]["train_time_s"] > 0
+        assert 0 <= e["metrics"]["test_accuracy"] <= 1
+        assert e["workload"]["meta"]["flops_per_sample"] > 0
+        assert "landmark_logreg" in e["workload"]["meta"]
+        if e["config"]["threads"]["cores"] == 1:
+            assert e["hardware"]["usable_cores"] == 1  # the 1-core hardware target
+
+
+def test_build_resumes_without_remeasuring(tiny_kb):
+    before = len(RecordStore(tiny_kb).entries())
+    result = build_kb("tiny", out=tiny_kb, frameworks=["numpy"], configs_per_pair=6, repeats=1)
+    assert result.measured == 0 and result.done_before == result.planned
+    assert result.stopped_by == "complete"
+    assert len(RecordStore(tiny_kb).entries()) == before
+
+
+def test_provenance_names_machine_versions_dates_and_command(tiny_kb):
+    provenance = json.loads((tiny_kb / "provenance.json").read_text())
+    assert provenance["machine"]["cpu_model"] and provenance["machine"]["fingerprint"]
+    assert provenance["host_versions"]["numpy"]
+    assert provenance["sessions"][0]["started_at"] and provenance["sessions"][0]["finished_at"]
+    assert provenance["sessions"][0]["command"]
+    assert provenance["measured_from"] <= provenance["measured_to"]
+    assert provenance["records"] == len(RecordStore(tiny_kb).entries())
+    assert "shared machine" in provenance["notes"]
+
+
+def test_budget_stops_before_the_next_run(tmp_path):
+    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], budget_hours=1e-9)
+    assert result.stopped_by == "budget" and result.measured <= 1 < result.planned
+
+
+def test_a_second_builder_on_the_same_folder_is_refused(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    with open(folder / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DltuneError, match="Another 'dltune kb build' is writing"):
+            build_kb("tiny", out=folder, frameworks=["numpy"])
+
+
+def test_torn_last_line_is_skipped(tiny_kb, tmp_path):
+    copy = tmp_path / "kb"
+    copy.mkdir()
+    text = (tiny_kb / "records.jsonl").read_text()
+    (copy / "records.jsonl").write_text(text + '{"status": "ok", "workl')
+    assert len(RecordStore(copy).entries()) == len(text.splitlines())
+
+
+def test_export_compresses_records_and_provenance(tiny_kb, tmp_path):
+    summary = export_kb(tiny_kb, tmp_path)
+    path = tmp_path / "reference.jsonl.gz"
+    with gzip.open(path, "rt") as fh:
+        assert sum(1 for _ in fh) == summary["records"]
+    records = load_shipped_records(path)
+    assert len(records) == summary["records"] and all(r.workload["meta"] for r in records)
+    provenance = json.loads((tmp_path / "reference_provenance.json").read_text())
+    assert provenance["shipped_records"] == summary["records"]
+    assert export_kb(tiny_kb, tmp_path) == summary and (tmp_path / "reference.jsonl.gz").read_bytes() == path.read_bytes()
+
+
+def test_build_rejects_unknown_framework(tmp_path):
+    with pytest.raises(ParameterError, match=r"The 'frameworks' parameter must hold backends among .* Got 'caffe' instead."):
+        build_kb("tiny", out=tmp_path, frameworks=["caffe"])

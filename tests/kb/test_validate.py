@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dltune._errors import ParameterError
+from dltune.kb import RecordStore, validate_kb
+
+pytestmark = pytest.mark.slow
+
+
+def test_leave_one_workload_out_structure(tiny_kb):
+    records = RecordStore(tiny_kb).records()
+    report = validate_kb(records, calibrate=False)
+    assert len(report.workloads) == 3
+    for row in report.workloads:
+        assert row["n"] >= 3
+        assert row["train_time_mape_pct"] >= 0
+        assert 0 <= row["train_time_coverage_pct"] <= 100
+        assert row["accuracy_mae_points"] >= 0
+        assert row["accuracy_spearman"] is None or -1 <= row["accuracy_spearman"] <= 1
+        assert 0 <= row["regret_points"] <= 100 * row["best_measured_accuracy"]
+        assert row["picked_accuracy"] <= row["best_measured_accuracy"]
+    o = report.overall
+    assert o["n"] == sum(r["n"] for r in report.workloads)
+    assert o["regret_points_max"] == max(r["regret_points"] for r in report.workloads)
+    text = report.table()
+    assert "OVERALL" in text and "bar <= 15%" in text
+    json.dumps(report.to_dict())
+
+
+def test_validation_needs_two_workloads(tiny_kb):
+    records = RecordStore(tiny_kb).records()
+    one = [r for r in records if r.workload["fingerprint"] == records[0].workload["fingerprint"]]
+    with pytest.raises(ParameterError, match="must cover at least 2 workloads. Got 1 instead."):
+        validate_kb(one)
+
+
+def test_cli_validate_json(tiny_kb, cli):
+    done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) >= {"workloads", "overall", "bars", "n_records"}
+    assert len(data["workloads"]) == 3
+
+
+def test_cli_build_plan_json(cli):
+    done = cli("kb", "build", "--suite", "tiny", "--frameworks", "numpy", "--plan", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert {r["framework"] for r in rows} == {"numpy"} and len(rows) == len({r["key"] for r in rows})
+
+
+def test_cli_bad_suite_is_one_line_exit_2(cli):
+    done = cli("kb", "build", "--suite", "huge", "--plan")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "dltune kb: error: The 'suite' parameter must be one of {'reference', 'tiny'}. Got 'huge' instead."
+    ]

@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dltune._errors import DltuneError, ParameterError
+from dltune.config import TrainConfig
+from dltune.recommend import Recommendation, pareto_front, pick, recommend
+
+pytestmark = pytest.mark.slow
+
+ALIEN = {"cpu_model": "Neoverse-V2 (ARM)", "logical_cores": 72, "memory_gb": 480.0,
+         "gpus": [{"name": "NVIDIA GH200"}]}
+DIGITS = {"n_train": 300, "n_test": 150}
+
+
+@pytest.fixture(scope="module")
+def kb(tiny_kb):
+    return tiny_kb / "records.jsonl"
+
+
+@pytest.fixture(scope="module")
+def workload():
+    from dltune import Workload
+
+    return Workload.from_name("digits", "mlp", **DIGITS)
+
+
+def test_recommendation_is_complete(kb, workload):
+    rec = recommend(workload, knowledge_base=kb, storage=None)
+    assert isinstance(rec, Recommendation)
+    assert rec.framework == "numpy" == rec.config.framework
+    assert isinstance(rec.config, TrainConfig)
+    rec.config.validate(["numpy"])  # usable as is by benchmark
+    for key in ("accuracy", "train_time_s", "peak_rss_mb"):
+        point, low, high = rec.predicted[key]
+        assert low <= point <= high
+    assert 0 <= rec.predicted["accuracy"][0] <= 1
+    assert rec.reason and "numpy" in rec.reason
+    assert not rec.out_of_distribution, rec.ood_reasons
+    assert rec.nearest_workloads[0][1] == 0.0  # this very data set was measured
+    assert rec.configs[0] == rec.config and len(rec.configs) == 1 + len(rec.alternatives)
+    assert "predicted accuracy" in str(rec)
+    json.dumps(rec.to_dict())
+
+
+def test_alternatives_lie_on_the_pareto_front(kb, workload):
+    rec = recommend(workload, knowledge_base=kb, storage=None, top_k=4, objective="accuracy")
+    assert 1 <= len(rec.alternatives) <= 3
+    points = [(rec.predicted["accuracy"][0], rec.predicted["train_time_s"][0])] + [
+        (a.accuracy[0], a.train_time_s[0]) for a in rec.alternatives]
+    for i, (acc, time) in enumerate(points[1:], 1):
+        assert not any(a >= acc and t <= time and (a, t) != (acc, time)
+                       for j, (a, t) in enumerate(points) if j != i)
+    # "accuracy": nothing predicted more accurate than the recommendation.
+    assert all(a.accuracy[0] <= rec.predicted["accuracy"][0] for a in rec.alternatives)
+
+
+def test_objectives_order_time_and_accuracy(kb, workload):
+    by_acc = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None)
+    by_time = recommend(workload, objective="time", knowledge_base=kb, storage=None)
+    assert by_time.predicted["train_time_s"][0] <= by_acc.predicted["train_time_s"][0]
+    assert by_acc.predicted["accuracy"][0] >= by_time.predicted["accuracy"][0]
+
+
+def test_constraints_filter_or_fail_clearly(kb, workload):
+    base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None)
+    limit = base.predicted["train_time_s"][0] / 2
+    rec = recommend(workload, objective="accuracy", constraints={"max_train_time": limit},
+                    knowledge_base=kb, storage=None)
+    assert rec.predicted["train_time_s"][0] <= limit
+    with pytest.raises(DltuneError, match="No candidate meets the constraints"):
+        recommend(workload, constraints={"max_train_time": 1e-12}, knowledge_base=kb, storage=None)
+
+
+def test_alien_hardware_is_flagged_not_confident(kb, workload):
+    rec = recommend(workload, hardware=ALIEN, knowledge_base=kb, storage=None)
+    assert rec.out_of_distribution
+    assert any("never measured" in r for r in rec.ood_reasons)
+    assert "outside what was measured" in rec.reason and "OUT OF DISTRIBUTION" in str(rec)
+    assert rec.config.threads.intra_op in (1, 72)
+
+
+def test_hardware_from_json_file(kb, workload, tmp_path):
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(ALIEN))
+    assert recommend(workload, hardware=str(path), knowledge_base=kb, storage=None).hardware_target.endswith("gh200")
+
+
+def test_arrays_are_a_workload(kb):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 1, 8, 8)).astype(np.float32)
+    y = np.arange(120) % 3
+    rec = recommend((x[:90], y[:90], x[90:], y[90:]), model="mlp", knowledge_base=kb, storage=None)
+    assert rec.workload == "arrays" and rec.model == "mlp"
+
+
+def test_second_call_reuses_the_fitted_model(kb, workload, monkeypatch):
+    from dltune.surrogate import PerformanceModel
+
+    recommend(workload, knowledge_base=kb, storage=None)
+
+    def no_fit(self, records):
+        raise AssertionError("refitted")
+
+    monkeypatch.setattr(PerformanceModel, "fit", no_fit)
+    monkeypatch.setattr(PerformanceModel, "load", classmethod(lambda cls, path: (_ for _ in ()).throw(AssertionError("reloaded"))))
+    recommend(workload, knowledge_base=kb, storage=None)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"objective": "fast"}, "The 'objective' parameter must be one of {'accuracy', 'time', 'balanced'}. Got 'fast' instead."),
+    ({"top_k": 0}, "The 'top_k' parameter must be an int in [1, 100]. Got 0 instead."),
+    ({"constraints": {"max_time": 3}}, "The 'constraints' parameter must be one of {'max_train_time', 'max_memory_mb', 'min_accuracy'}. Got 'max_time' instead."),
+    ({"constraints": {"min_accuracy": 2}}, "The 'min_accuracy' parameter must be a float in [0.0, 1.0]. Got 2 instead."),
+    ({"hardware": 3}, "The 'hardware' parameter must be None (this machine), a Hardware, a dict or a JSON file path. Got int instead."),
+    ({"frameworks": ["torch"]}, "The 'frameworks' parameter must be one of {'numpy'}. Got 'torch' instead."),
+])
+def test_bad_input_messages(kb, workload, kwargs, message):
+    with pytest.raises(ParameterError) as info:
+        recommend(workload, knowledge_base=kb, storage=None, **kwargs)
+    assert str(info.value) == message
+
+
+def test_pick_and_pareto_front():
+    acc = np.array([0.9, 0.95, 0.8, 0.95, 0.5])
+    time = np.array([10.0, 40.0, 1.0, 20.0, 0.5])
+    assert list(pareto_front(acc, time)) == [4, 2, 0, 3]
+    assert pick("accuracy", acc, time) == 3  # ties on accuracy go to the faster
+    assert pick("time", acc, time) == 3  # fastest within 2 points of the best
+    # balanced: one accuracy point is worth one halving of the time
+    assert pick("balanced", acc, time) == 3  # 95 - log2(20) = 90.7 beats 90 - log2(10) = 86.7
+    assert pick("balanced", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 1
+    assert pick("accuracy", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 0
+
+
+def test_parent_process_imports_no_framework(kb):
+    code = (
+        "import sys, dltune; "
+        f"r = dltune.recommend('digits', model='mlp', knowledge_base={str(kb)!r}, storage=None); "
+        "bad = [m for m in ('torch', 'tensorflow', 'mxnet', 'theano') if m in sys.modules]; "
+        "assert not bad, bad; print(r.framework)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "numpy"
+
+
+def test_cli_json_and_verify(kb, cli):
+    done = cli("recommend", "--workload", "digits", "--model", "mlp", "--data", "n_train=300",
+               "--data", "n_test=150", "--kb", str(kb), "--storage", "none", "--json", "--verify")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["framework"] == "numpy"
+    for key in ("accuracy", "train_time_s", "peak_rss_mb"):
+        v = data["verify"][key]
+        assert v["measured"] is not None and v["low"] <= v["predicted"] <= v["high"]
+        assert v["inside"] == (v["low"] <= v["measured"] <= v["high"])
+
+
+def test_cli_table_and_errors(kb, cli):
+    done = cli("recommend", "--workload", "digits", "--model", "mlp", "--kb", str(kb), "--storage", "none",
+               "--objective", "time", "--max-train-time", "100")
+    assert done.returncode == 0, done.stderr
+    assert "framework numpy" in done.stdout and "predicted accuracy" in done.stdout
+    bad = cli("recommend", "--workload", "digits", "--kb", str(kb), "--objective", "fast")
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1 and "'objective'" in bad.stderr
+    both = cli("recommend", "--workload", "digits", "--kb", str(kb), "--verify", "--hardware", "x.json")
+    assert both.returncode == 2 and "--hardware" in both.stderr
