@@ -70,9 +70,10 @@ def _heatmap(a: Analysis) -> bytes | None:
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 if np.isfinite(values[i, j]):
+                    r, g, b, _ = im.cmap(im.norm(shown[i, j]))
+                    dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
                     ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=8,
-                            color="white" if (shown[i, j] - np.nanmin(shown)) <
-                            0.5 * (np.nanmax(shown) - np.nanmin(shown)) else "black")
+                            color="white" if dark else "black")
         ax.set_title(title)
         bar = fig.colorbar(im, ax=ax, fraction=0.046)
         bar.set_label("log10 seconds" if m is time else "%")

@@ -55,9 +55,14 @@ class CostModel:
         epoch = self._prior_epoch_s(config) * self.factor(config.framework)
         return start + _RUN_OVERHEAD_S + config.epochs * epoch
 
-    def observe(self, config: TrainConfig, wall_s: float, metrics: dict[str, Any] | None = None) -> None:
-        """Learn from one finished run that took ``wall_s`` seconds."""
-        self._started.add((config.framework, config.threads))
+    def observe(self, config: TrainConfig, wall_s: float, metrics: dict[str, Any] | None = None,
+                warm: bool = True) -> None:
+        """Learn from one finished run that took ``wall_s`` seconds.
+
+        ``warm``: its worker is still alive (False for runs of an earlier session).
+        """
+        if warm:
+            self._started.add((config.framework, config.threads))
         epochs = (metrics or {}).get("epochs_run") or config.epochs
         per_epoch = max(wall_s - _RUN_OVERHEAD_S, 0.05) / max(int(epochs), 1)
         self._ratios.setdefault(config.framework, []).append(per_epoch / self._prior_epoch_s(config))

@@ -174,7 +174,7 @@ def run_study(
         wall = trial.user_attrs.get("wall_s")
         if cfg and wall:
             cost.observe(TrainConfig.from_dict(cfg), float(wall),
-                         trial.user_attrs["record"].get("metrics"))
+                         trial.user_attrs["record"].get("metrics"), warm=False)
     tune_fn, tune_note = _tune_function() if tune else (None, "tuning phase turned off")
     plan = plan_study(
         chosen,

@@ -101,6 +101,10 @@ def test_cost_model_learns_from_observed_runs():
     assert cost.factor("torch") > 1
     after = cost.predict(config)
     assert after > before - cost.startup_s(TrainConfig(framework="tensorflow"))
+    # a run from an earlier session says nothing about a warm worker now
+    other = config.replace(batch_size=25)
+    cost.observe(other.replace(framework="tensorflow"), wall_s=30.0, warm=False)
+    assert cost.startup_s(other.replace(framework="tensorflow")) > 0
     # once a worker with these settings has run, its start-up is no longer predicted
     assert cost.startup_s(config) == 0.0
     assert cost.predict(config) == pytest.approx(1.5 + 4 * 10.0, rel=0.01)
