@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ TIME_OBJECTIVE_SLACK = 0.02
 BALANCED_POINTS_PER_HALVING = 1.0
 
 _hardware_cache: dict[str, Any] = {}
+# Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
+# constraints only re-rank them, so a repeated question costs milliseconds.
+_predictions: dict[str, tuple[Any, list[TrainConfig], dict[str, np.ndarray]]] = {}
 
 
 @dataclass
@@ -247,15 +251,24 @@ def recommend(
     hw_dict = hw.to_dict()
     low_e, high_e = perf.config_ranges_["epochs"]
     kind = "cifar10" if spec.input_shape[0] == 3 else "mnist"
-    configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)), dataset_kind=kind)
-    targets: dict[int | None, dict[str, Any]] = {}
-    rows = []
-    for config in configs:
-        cores = config.threads.cores
-        if cores not in targets:
-            targets[cores] = dict(hw_dict, usable_cores=cores or hw_dict["usable_cores"])
-        rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
-    pred = perf.predict(rows)
+    memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
+    # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
+    if memo_key in _predictions and _predictions[memo_key][0] is perf:
+        _, configs, pred = _predictions[memo_key]
+    else:
+        configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
+                                    dataset_kind=kind)
+        targets: dict[int | None, dict[str, Any]] = {}
+        rows = []
+        for config in configs:
+            cores = config.threads.cores
+            if cores not in targets:
+                targets[cores] = dict(hw_dict, usable_cores=cores or hw_dict["usable_cores"])
+            rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
+        pred = perf.predict(rows)
+        if len(_predictions) >= 32:
+            _predictions.pop(next(iter(_predictions)))
+        _predictions[memo_key] = (perf, configs, pred)
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
     if "max_train_time" in limits:
