@@ -1,8 +1,8 @@
 """The default fitted model: the shipped knowledge base plus the user's own records.
 
 Fitted models are cached as ``<cache>/surrogates/<key>.npz`` where the key hashes everything
-the fit depends on (model format, shipped records, the user's record sources); a change in
-any of them means a new key and a refit. Loading reads only arrays and JSON (no pickle).
+the fit depends on (model format, the knowledge-base file, the ids of the user's stored
+records, extra records); a change in any of them means a new key and a refit. Loading reads only arrays and JSON (no pickle).
 """
 
 from __future__ import annotations
@@ -88,14 +88,6 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     return records
 
 
-def _file_signature(path: Path) -> list[Any]:
-    try:
-        st = path.stat()
-    except OSError:
-        return [str(path), None]
-    return [str(path.resolve()), st.st_size, st.st_mtime_ns]
-
-
 def _shipped_digest(path: Path) -> str:
     if not path.exists():
         return "none"
@@ -123,11 +115,13 @@ def fitted_model(
     kb_file = Path(kb_path) if kb_path is not None else shipped_kb_path()
     storage = default_storage() if storage == "default" else storage
     extra = _extra_records(records)
-    sqlite = _sqlite_path(storage) if storage else None
+    # The user's records are read every time (SQLite directly: milliseconds); the key hashes
+    # their ids, so a storage that changes only by other studies' trials does not force a refit.
+    stored = load_storage_records(storage) if storage else []
     key_parts = [
         FORMAT_VERSION,
         _shipped_digest(kb_file),
-        None if storage is None else (_file_signature(sqlite) if sqlite else storage),
+        sorted(str(r.get("id")) for r in stored),
         hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest(),
     ]
     key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:24]
@@ -143,9 +137,7 @@ def fitted_model(
         except (OSError, ValueError, KeyError):
             model = None  # a torn or foreign file: refit and overwrite it
     if model is None:
-        all_records: list[Any] = list(load_shipped_records(kb_file)) + extra
-        if storage is not None:
-            all_records += load_storage_records(storage)
+        all_records: list[Any] = list(load_shipped_records(kb_file)) + extra + stored
         if not all_records:
             raise ParameterError(
                 "No measurements to fit the surrogates on: the knowledge base file "
