@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -390,8 +391,9 @@ def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: flo
     if failed:
         i, code = failed[0]
         tail = (logs / f"worker-{i}.log").read_text(errors="replace").strip().splitlines()[-3:]
-        raise DltuneError(f"{len(failed)} of {workers} workers failed (worker {i}: exit {code}): "
-                          + _scrub(" | ".join(tail), url))
+        raise DltuneError(f"{len(failed)} of {workers} workers failed (worker {i}: exit {code}; "
+                          f"logs in {logs}): " + _scrub(" | ".join(tail), url))
+    shutil.rmtree(logs, ignore_errors=True)
 
 
 def run_worker(
