@@ -253,3 +253,15 @@ def test_pruned_trials_keep_partial_records_and_cannot_loop_forever(tiny_workloa
         record = record_from_trial(trial)
         assert record.metrics["stopped"] == "pruned" and record.metrics["epochs_run"] == 1
     assert res.pareto == [] and res.comparison is None
+
+
+@pytest.mark.slow
+def test_same_seed_proposes_the_same_configurations(tiny_workload, cheap_space, tmp_path):
+    params = []
+    for run in ("a", "b"):
+        url = f"sqlite:///{tmp_path}/{run}.db"
+        res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url,
+                   seed=11, compare_preset=False)["numpy"]
+        params.append([t.params for t in _study(url, res.study_name).trials])
+    assert params[0] == params[1] and len(params[0]) == 3
+    assert len({tuple(sorted(p.items())) for p in params[0]}) == 3
