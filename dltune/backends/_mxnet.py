@@ -45,7 +45,7 @@ def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
     shapes = spec.shapes()
     net = gluon.nn.HybridSequential()
     with net.name_scope():
-        for layer, shape in zip(spec.layers, shapes):
+        for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
             if isinstance(layer, Conv2D):
                 pad = layer.kernel // 2 if layer.padding == "same" else 0
                 net.add(
@@ -165,7 +165,7 @@ class MXNetTrainer(Trainer):
                 w = p.data()
                 mx.nd.sgd_update(w, p.grad(), lr=lr, wd=decay, out=w)
         elif self.kind == "momentum":
-            for p, buf in zip(self.params, self.slots):
+            for p, buf in zip(self.params, self.slots, strict=True):
                 w, g = p.data(), p.grad()
                 buf *= self.mu
                 buf += g
@@ -177,7 +177,7 @@ class MXNetTrainer(Trainer):
             c1 = 1.0 - 0.9**self.steps
             c2 = math.sqrt(1.0 - 0.999**self.steps)
             # PyTorch: w -= lr / c1 * m / (sqrt(v) / c2 + eps); adam_update: w -= lr' * m / (sqrt(v) + eps').
-            for p, m, v in zip(self.params, self.slots, self.slots2):
+            for p, m, v in zip(self.params, self.slots, self.slots2, strict=True):
                 w = p.data()
                 mx.nd.adam_update(
                     w, p.grad(), m, v, lr=lr * c2 / c1, beta1=0.9, beta2=0.999,
@@ -188,7 +188,7 @@ class MXNetTrainer(Trainer):
         order = mx.nd.array(np.concatenate(batches), ctx=self.ctx, dtype=np.int64)
         total = mx.nd.zeros((1,), ctx=self.ctx)
         start = 0
-        for i, (batch, lr) in enumerate(zip(batches, lrs.tolist())):
+        for i, (batch, lr) in enumerate(zip(batches, lrs.tolist(), strict=True)):
             size = len(batch)
             loss = self._forward_backward(order[start : start + size])
             self._update(lr)

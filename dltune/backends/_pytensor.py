@@ -4,9 +4,9 @@ PyTensor 3 has no ``conv2d`` or pooling op, so both are built from its tensor pr
 a convolution is im2col (the kernel's ``k * k`` strided slices of the padded input, stacked)
 followed by one matrix product; pooling reduces the same stacked windows. Max pooling sends
 its gradient to the first maximum of each window, as PyTorch, TensorFlow and MXNet do (a plain
-``max`` would share it among tied inputs). Functions are compiled with PyTensor's default mode
-(the Numba linker in PyTensor 3) in :meth:`PyTensorTrainer.compile`, timed apart from
-training; the compile cache lives under dltune's cache dir.
+``max`` would share it among tied inputs). Functions are compiled in
+:meth:`PyTensorTrainer.compile`, timed apart from training, in the mode
+:func:`dltune.envs.pytensor_flags` sets (C ops, compile cache under dltune's cache dir).
 
 Update rules are PyTorch's (see :class:`dltune.config.TrainConfig`), written as updates.
 """
@@ -26,8 +26,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 with warnings.catch_warnings():
-    # Without a linkable BLAS, PyTensor warns on import about its C backend; dltune uses
-    # the default (Numba) mode, whose matrix products go through scipy's BLAS.
+    # Without a linkable BLAS, PyTensor warns on import; its C matrix products then call
+    # numpy's (numpy's OpenBLAS), which is what dltune wants here.
     warnings.simplefilter("ignore", UserWarning)
     import pytensor  # noqa: E402
     import pytensor.tensor as pt  # noqa: E402
@@ -104,7 +104,7 @@ def build_graph(
     next_rng = rng
     tensors = iter(params)
     h = x
-    for layer, shape in zip(spec.layers, shapes):
+    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
         if isinstance(layer, Conv2D):
             h = conv2d(h, next(tensors), next(tensors), layer, shape)
         elif isinstance(layer, (MaxPool2D, AvgPool2D)):
@@ -138,12 +138,9 @@ class PyTensorTrainer(Trainer):
 
     @classmethod
     def setup(cls, threads: dict[str, Any]) -> None:
-        # BLAS / Numba thread counts come from the environment the parent built
-        # (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS), read when the libraries load.
-        if threads.get("intra_op"):
-            import numba
-
-            numba.set_num_threads(min(int(threads["intra_op"]), numba.config.NUMBA_NUM_THREADS))
+        # BLAS thread counts come from the environment the parent built (OMP_NUM_THREADS,
+        # OPENBLAS_NUM_THREADS), read when numpy's OpenBLAS loads; nothing to set here.
+        return None
 
     @classmethod
     def framework_version(cls) -> str:
@@ -151,24 +148,19 @@ class PyTensorTrainer(Trainer):
 
     @classmethod
     def thread_info(cls) -> dict[str, Any]:
-        linker = type(get_default_mode().linker).__name__
-        info: dict[str, Any] = {"linker": linker, "inter_op": 1}
-        try:
-            import numba
-
-            info["numba_threads"] = int(numba.get_num_threads())
-        except ImportError:
-            pass
+        mode = get_default_mode()
+        # The C VM runs one op at a time; parallelism is inside BLAS only.
+        info: dict[str, Any] = {"linker": type(mode.linker).__name__, "inter_op": 1}
         try:
             from threadpoolctl import threadpool_info
         except ImportError:
             return info
         for pool in threadpool_info():
-            # The BLAS that Numba-compiled matrix products call is scipy's.
-            if pool["user_api"] == "blas" and "scipy" in pool.get("filepath", ""):
+            # Without a linked BLAS, PyTensor's C Gemm / Dot call numpy's.
+            if pool["user_api"] == "blas" and "numpy" in pool.get("filepath", ""):
                 info["blas_threads"] = pool["num_threads"]
                 info["blas_library"] = os.path.basename(pool["filepath"])
-        info["intra_op"] = info.get("blas_threads", info.get("numba_threads", 1))
+        info["intra_op"] = info.get("blas_threads", 1)
         return info
 
     def build(self, params: list[np.ndarray]) -> None:
@@ -199,7 +191,7 @@ class PyTensorTrainer(Trainer):
             updates.append((step, t))
             correction1 = np.float32(1.0) - np.float32(0.9) ** t
             correction2 = np.float32(1.0) - np.float32(0.999) ** t
-        for p, g in zip(self.params, grads):
+        for p, g in zip(self.params, grads, strict=True):
             if self.decay:
                 g = g + decay * p
             if self.kind == "sgd":
@@ -228,13 +220,14 @@ class PyTensorTrainer(Trainer):
         x_eval = pt.tensor4("x_eval", dtype=_FLOAT)
         prediction = pt.argmax(build_graph(self.spec, x_eval, self.params)[0], axis=1)
         self._predict_fn = pytensor.function([x_eval], prediction, name="dltune_predict")
-        # Numba compiles on first call: pay that here, on copies, so no weight changes.
+        # Some ops finish compiling (or load their C module) on first call: pay that here,
+        # then restore every shared value so that the weights and optimizer state are untouched.
         saved = [p.get_value() for p in self.params]
         states = [(s, s.get_value()) for s in self._train_fn.get_shared() if s not in self.params]
         n = min(int(self.config["batch_size"]), len(self.x_test), self.x_train.get_value().shape[0])
         self._train_fn(np.arange(n, dtype=np.int64), np.float32(0.0))
         self._predict_fn(self.x_test[:n])
-        for p, value in zip(self.params, saved):
+        for p, value in zip(self.params, saved, strict=True):
             p.set_value(value)
         for shared, value in states:
             shared.set_value(value)
@@ -244,7 +237,7 @@ class PyTensorTrainer(Trainer):
             self.compile()
         step = self._train_fn
         total = 0.0
-        for idx, lr in zip(batches, lrs.astype(np.float32)):
+        for idx, lr in zip(batches, lrs.astype(np.float32), strict=True):
             total += float(step(np.asarray(idx, dtype=np.int64), lr)) * len(idx)
         return total / sum(len(b) for b in batches)
 

@@ -47,6 +47,38 @@ _FLOAT = "float32"
 _ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
 
 
+def _max_pool(h: Any, layer: MaxPool2D, in_shape: tuple[int, ...]) -> Any:
+    """``pool_2d`` max pooling whose gradient goes to each window's first maximum.
+
+    Theano's own gradient (MaxPoolGrad) gives a tied window's gradient to every tied input;
+    PyTorch, TensorFlow and MXNet give it to the first one (row-major). Images with flat
+    backgrounds (MNIST, digits) tie often, so the forward pass stays ``pool_2d`` and only the
+    gradient is replaced: the windows as strided views, a one-hot of their argmax, and
+    Theano's gradient of that selection.
+    """
+    size, stride = layer.size, layer.stride
+    _, oh, ow = layer.output_shape(in_shape)
+    x = T.tensor4("pool_in", dtype=_FLOAT)
+    out = pool_2d(x, ws=(size, size), stride=(stride, stride), ignore_border=True, mode="max")
+
+    def first_max_grad(inputs: list[Any], output_grads: list[Any]) -> list[Any]:
+        (xi,), (gz,) = inputs, output_grads
+        windows = T.stack(
+            [
+                xi[:, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride]
+                for i in range(size)
+                for j in range(size)
+            ],
+            axis=2,
+        )
+        first = T.argmax(windows, axis=2, keepdims=True)
+        positions = T.arange(size * size).reshape((1, 1, -1, 1, 1))
+        picked = (windows * T.eq(positions, first)).sum(axis=2)
+        return [theano.grad(None, xi, known_grads={picked: gz})]
+
+    return theano.OpFromGraph([x], [out], grad_overrides=first_max_grad, inline=True)(h)
+
+
 def build_graph(
     spec: ModelSpec,
     x: Any,
@@ -60,7 +92,7 @@ def build_graph(
     shapes = spec.shapes()
     tensors = iter(params)
     h = x
-    for layer, shape in zip(spec.layers, shapes):
+    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
         if isinstance(layer, Conv2D):
             w, b = next(tensors), next(tensors)
             h = conv2d(
@@ -74,11 +106,12 @@ def build_graph(
                 filter_flip=False,
             )
             h = h + b.dimshuffle("x", 0, "x", "x")
-        elif isinstance(layer, (MaxPool2D, AvgPool2D)):
-            mode = "max" if isinstance(layer, MaxPool2D) else "average_exc_pad"
+        elif isinstance(layer, MaxPool2D):
+            h = _max_pool(h, layer, shape)
+        elif isinstance(layer, AvgPool2D):
             h = pool_2d(
                 h, ws=(layer.size, layer.size), stride=(layer.stride, layer.stride),
-                ignore_border=True, mode=mode,
+                ignore_border=True, mode="average_exc_pad",
             )
         elif isinstance(layer, Flatten):
             h = h.flatten(2)
@@ -178,7 +211,7 @@ class TheanoTrainer(Trainer):
             updates.append((step, t))
             correction1 = np.float32(1.0) - np.float32(0.9) ** t
             correction2 = np.float32(1.0) - np.float32(0.999) ** t
-        for p, g in zip(self.params, grads):
+        for p, g in zip(self.params, grads, strict=True):
             if self.decay:
                 g = g + decay * p
             if self.kind == "sgd":
@@ -219,7 +252,7 @@ class TheanoTrainer(Trainer):
             self.compile()
         step = self._train_fn
         total = 0.0
-        for idx, lr in zip(batches, lrs.astype(np.float32)):
+        for idx, lr in zip(batches, lrs.astype(np.float32), strict=True):
             total += float(step(idx, lr)) * len(idx)
         return total / sum(len(b) for b in batches)
 

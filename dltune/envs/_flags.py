@@ -78,15 +78,19 @@ def pytensor_flags(cache_root: str | os.PathLike[str] | None = None) -> str:
     """The ``PYTENSOR_FLAGS`` value for a PyTensor worker.
 
     The compile cache goes under ``cache_root`` (default: ``cache_dir()``) so that it is
-    paid once per machine; ``blas__ldflags`` is set empty on purpose: a pip-installed PyTensor
-    finds no linkable BLAS (numpy's and scipy's wheels rename their symbols), and dltune runs
-    PyTensor's default Numba mode, whose matrix products call scipy's BLAS anyway.
+    paid once per machine. ``mode=CVM`` (C ops run by the C virtual machine) replaces
+    PyTensor 3's default Numba mode, whose JIT took over 3 CPU-minutes to compile a LeNet
+    training step here (the C modules take about a minute once, then load from the cache).
+    ``blas__ldflags`` is empty on purpose: a pip-installed PyTensor finds no linkable BLAS
+    (numpy's and scipy's wheels rename their symbols), and without one its C matrix products
+    call numpy's, i.e. numpy's OpenBLAS.
     """
     root = Path(cache_root).expanduser() if cache_root is not None else cache_dir()
     flags = {
         "base_compiledir": str(root / "pytensor"),
         "floatX": "float32",
         "device": "cpu",
+        "mode": "CVM",
         "blas__ldflags": "",
     }
     return ",".join(f"{key}={_escape(value)}" for key, value in flags.items())
