@@ -155,18 +155,23 @@ class Analysis:
                           "OpenBLAS threads; N core(s): the worker pinned to N CPUs (affinity).")
 
     def correlations(self):
-        """Spearman rank correlation of each hyper-parameter with each resource, and n."""
+        """Spearman rank correlation of each hyper-parameter with each resource, per framework.
+
+        Within one framework only: pooled over frameworks, memory and time would mostly
+        reflect which framework ran. Returns ``{(framework, hyper, resource): (rho, n)}``.
+        """
         import pandas as pd
 
         keyed = self.ok[self.ok["key"].notna()].drop_duplicates("key", keep="last")
         data = pd.concat([keyed, self.ok[self.ok["key"].isna()]])
         out = {}
-        for h in HYPER:
-            for r in RESOURCES:
-                pair = data[[h, r]].apply(pd.to_numeric, errors="coerce").dropna()
-                if len(pair) >= 4 and pair[h].nunique() > 1 and pair[r].nunique() > 1:
-                    ranks = pair.rank()
-                    out[(h, r)] = (float(ranks[h].corr(ranks[r])), len(pair))
+        for fw, g in data.groupby("framework"):
+            for h in HYPER:
+                for r in RESOURCES:
+                    pair = g[[h, r]].apply(pd.to_numeric, errors="coerce").dropna()
+                    if len(pair) >= 5 and pair[h].nunique() > 1 and pair[r].nunique() > 1:
+                        ranks = pair.rank()
+                        out[(fw, h, r)] = (float(ranks[h].corr(ranks[r])), len(pair))
         return out
 
     def correlation_table(self) -> Table | None:
@@ -174,14 +179,16 @@ class Analysis:
         if not corr:
             return None
         rows = []
-        for h in HYPER:
-            cells = [f"{corr[(h, r)][0]:+.2f} (n={corr[(h, r)][1]})" if (h, r) in corr else "–"
-                     for r in RESOURCES]
-            if any(c != "–" for c in cells):
-                rows.append([h] + cells)
-        return Table("correlation", "Spearman correlation between hyper-parameters and resource use "
-                     "(all successful runs)", ["hyper-parameter"] + [_RESOURCE_NAMES[r] for r in RESOURCES],
-                     rows, note="intra_op and cores count only runs that set them.")
+        for fw in self.frameworks:
+            for h in HYPER:
+                cells = [f"{corr[(fw, h, r)][0]:+.2f} (n={corr[(fw, h, r)][1]})"
+                         if (fw, h, r) in corr else "–" for r in RESOURCES]
+                if any(c != "–" for c in cells):
+                    rows.append([fw, h] + cells)
+        return Table("correlation", "Spearman correlation between hyper-parameters and resource use, "
+                     "within each framework (all its successful runs)",
+                     ["framework", "hyper-parameter"] + [_RESOURCE_NAMES[r] for r in RESOURCES], rows,
+                     note="intra_op and cores count only runs that set them; at least 5 runs per cell.")
 
     def pareto(self):
         """The accuracy / training-time Pareto front over every successful run."""
@@ -268,12 +275,12 @@ class Analysis:
         out += self._thread_findings()
         out += self._tuning_findings()
         corr = self.correlations()
-        pairs = {k: v for k, v in corr.items() if k[1] != "accuracy_pct"}
+        pairs = {k: v for k, v in corr.items() if k[2] != "accuracy_pct"}
         if pairs:
-            (h, r), (rho, n) = max(pairs.items(), key=lambda kv: abs(kv[1][0]))
+            (fw, h, r), (rho, n) = max(pairs.items(), key=lambda kv: abs(kv[1][0]))
             out.append(Finding("correlation", f"The strongest link between a hyper-parameter and "
-                               f"resource use: {h} and {_RESOURCE_NAMES[r]}, Spearman {rho:+.2f} over "
-                               f"{n} runs.", {"rho": rho}))
+                               f"resource use: {h} and {_RESOURCE_NAMES[r]} for {fw}, Spearman "
+                               f"{rho:+.2f} over {n} runs.", {"rho": rho}))
         return out
 
     def _transfer_findings(self) -> list[Finding]:
@@ -284,14 +291,21 @@ class Analysis:
             return []
         out = []
         best_preset = {fw: acc.loc[fw].idxmax() for fw in acc.index if acc.loc[fw].notna().any()}
-        if len(set(best_preset.values())) > 1:
+        # presets within display precision of each framework's best: ties are not differences
+        tied = {fw: {p for p in acc.columns if fmt_pct(acc.loc[fw, p]) == fmt_pct(acc.loc[fw].max())}
+                for fw in best_preset}
+        common = set.intersection(*tied.values()) if tied else set()
+        if common:
+            p = sorted(common)[0]
+            best_preset = {fw: p for fw in best_preset}
+        if not common and len(set(best_preset.values())) > 1:
             parts = ", ".join(f"{fw}: {p} ({fmt_pct(acc.loc[fw, p])} %)" for fw, p in best_preset.items())
             out.append(Finding("transfer", f"Defaults do not transfer: the best preset differs by "
                                f"framework ({parts}).",
                                {f"best_{fw}_pct": acc.loc[fw, p] for fw, p in best_preset.items()}))
         elif best_preset:
             p = next(iter(best_preset.values()))
-            out.append(Finding("transfer", f"The {p} preset was the best for every framework here "
+            out.append(Finding("transfer", f"The {p} preset was (jointly) the best for every framework here "
                                f"({', '.join(f'{fw} {fmt_pct(acc.loc[fw, p])} %' for fw in best_preset)}).",
                                {f"best_{fw}_pct": acc.loc[fw, p] for fw in best_preset}))
         if acc.shape[0] >= 2:
