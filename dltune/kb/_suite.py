@@ -4,8 +4,8 @@ A suite is a list of :class:`PlannedRun`, ordered so that a build cut short by i
 covers every workload and framework: runs are dealt out in rounds (round ``r`` holds the
 ``r``-th configuration of every workload x framework pair), cheapest workloads first within a
 round. The configurations of a pair are a scrambled Sobol sequence, whose every prefix is
-space-filling, plus the framework's own default preset (epochs capped for the budget), plus a
-few repeats (another seed) to measure the noise.
+space-filling, plus the framework's own default preset (epochs capped for the budget; dealt in
+round ``PRESET_ROUND``), plus a few repeats (another seed) to measure the noise.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = ["SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 _LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
 _BATCH_SIZES = (16, 32, 64, 128, 256)
 _OPTIMIZERS = ("sgd", "momentum", "adam")
+PRESET_ROUND = 3
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,9 @@ def plan_suite(
                      "space-filling") for u in units]
             preset = _preset(framework, workload, channels, max_threads)
             if preset is not None:
-                runs.insert(min(1, len(runs)), (preset, 0, "preset"))
+                # After a few space-filling rounds: some presets (batch 1 or 10) cost more than
+                # a whole round of the rest, and must not starve the other pairs.
+                runs.insert(min(PRESET_ROUND, len(runs)), (preset, 0, "preset"))
             # Repeats of the first configurations (another seed) come last: they show the noise.
             for config, _, _ in runs[:repeats]:
                 runs.append((config.replace(seed=1), 1, "repeat"))
