@@ -113,11 +113,12 @@ def _threads(a: Analysis) -> bytes | None:
         xs = [i + k * width for i in range(len(t.columns))]
         axes[0].bar(xs, t.loc[fw], width, color=_colour(fw), label=fw)
         axes[1].bar(xs, cpu.reindex(columns=t.columns).loc[fw], width, color=_colour(fw), label=fw)
-    for ax, ylabel in zip(axes, ("training time s", "CPU % of one core"), strict=True):
+    for ax, ylabel in zip(axes, ("training time s (log)", "CPU % of one core"), strict=True):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(t.columns))], list(t.columns),
                       rotation=35, ha="right", fontsize=8)
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
+    axes[0].set_yscale("log")
     axes[0].legend(fontsize=8)
     return _png(fig)
 
