@@ -99,8 +99,8 @@ class Analysis:
             return None
         rows = [[fw] + [f"{fmt_pct(acc.loc[fw, p])} / {fmt_s(time.loc[fw, p])} s" for p in acc.columns]
                 for fw in acc.index]
-        return Table("cross_defaults", "Defaults do not transfer: accuracy % / training s of each "
-                     "framework (rows) with each framework's default preset (columns)",
+        return Table("cross_defaults", "Accuracy % / training s of each framework (rows) with each "
+                     "framework's default preset (columns)",
                      ["framework"] + [f"{p} preset" for p in acc.columns], rows)
 
     def sweep(self, param: str):

@@ -95,7 +95,7 @@ def build_report(records: list[StudyRecord]) -> Report:
             a.comparison_table(), *_cap_notes(a),
             fig("train_time", "No defaults records."), fig("test_time", "No defaults records."),
             fig("accuracy", "No defaults records."))),
-        Section("Defaults do not transfer", items(
+        Section("Every framework with every framework's defaults", items(
             a.cross_table(), fig("cross_defaults", "No cross-defaults records."))),
         Section("Hyper-parameter sweeps", items(
             a.sweep_table(),
