@@ -51,41 +51,68 @@ def _parse_record(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def load_storage_records(storage: str) -> list[dict[str, Any]]:
-    """Measurement records stored as trial user attributes in an Optuna storage.
+def _records_from_attrs(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Records among one trial's (or study's) user attributes, chunked ones reassembled."""
+    found = []
+    if "measurement.chunks" in attrs:
+        try:
+            text = "".join(attrs[f"measurement.{i}"] for i in range(int(attrs["measurement.chunks"])))
+        except (KeyError, TypeError, ValueError):
+            text = ""
+        record = _parse_record(text)
+        if record is not None:
+            found.append(record)
+    for key, value in attrs.items():
+        if not key.startswith("measurement."):
+            record = _parse_record(value)
+            if record is not None:
+                found.append(record)
+    return found
 
-    SQLite files are read directly (no Optuna import); other URLs through Optuna.
+
+def load_storage_records(storage: str) -> list[dict[str, Any]]:
+    """Measurement records stored as trial (or study) user attributes in an Optuna storage.
+
+    Records split into ``measurement.<i>`` chunks (large ones, see ``dltune.tuning``) are
+    reassembled. SQLite files are read directly (no Optuna import); other URLs through Optuna.
     """
     path = _sqlite_path(storage)
-    records: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
     if path is not None:
         if not path.exists():
             raise ParameterError(f"The 'storage' file {str(path)!r} does not exist.")
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             try:
-                rows = conn.execute(
-                    "SELECT value_json FROM trial_user_attributes WHERE value_json LIKE '%workload%'"
+                trial_rows = conn.execute(
+                    "SELECT trial_id, key, value_json FROM trial_user_attributes "
+                    "WHERE key LIKE 'measurement%' OR value_json LIKE '%workload%'"
+                ).fetchall()
+                study_rows = conn.execute(
+                    "SELECT study_id, key, value_json FROM study_user_attributes "
+                    "WHERE value_json LIKE '%workload%'"
                 ).fetchall()
             except sqlite3.DatabaseError:
                 return []
-        for (text,) in rows:
-            try:
-                record = _parse_record(json.loads(text))
-            except ValueError:
-                continue
-            if record is not None:
-                records.append(record)
-        return records
-    import optuna
+        by_owner: dict[tuple[str, int], dict[str, Any]] = {}
+        for kind, rows in (("trial", trial_rows), ("study", study_rows)):
+            for owner, key, text in rows:
+                try:
+                    by_owner.setdefault((kind, owner), {})[key] = json.loads(text)
+                except ValueError:
+                    continue
+        groups = list(by_owner.values())
+    else:
+        import optuna
 
-    for summary in optuna.get_all_study_summaries(storage):
-        study = optuna.load_study(study_name=summary.study_name, storage=storage)
-        for trial in study.get_trials(deepcopy=False):
-            for value in trial.user_attrs.values():
-                record = _parse_record(value)
-                if record is not None:
-                    records.append(record)
-    return records
+        for summary in optuna.get_all_study_summaries(storage):
+            study = optuna.load_study(study_name=summary.study_name, storage=storage)
+            groups.append(dict(study.user_attrs))
+            groups.extend(dict(t.user_attrs) for t in study.get_trials(deepcopy=False))
+    records: dict[str, dict[str, Any]] = {}
+    for attrs in groups:
+        for record in _records_from_attrs(attrs):
+            records.setdefault(str(record.get("id")), record)
+    return list(records.values())
 
 
 def _shipped_digest(path: Path) -> str:
@@ -137,13 +164,15 @@ def fitted_model(
         except (OSError, ValueError, KeyError):
             model = None  # a torn or foreign file: refit and overwrite it
     if model is None:
-        all_records: list[Any] = list(load_shipped_records(kb_file)) + extra + stored
+        all_records: dict[str, Any] = {}
+        for record in [r.to_dict() for r in load_shipped_records(kb_file)] + extra + stored:
+            all_records.setdefault(str(record.get("id")), record)  # one run counts once
         if not all_records:
             raise ParameterError(
                 "No measurements to fit the surrogates on: the knowledge base file "
                 f"{str(kb_file)!r} is missing and no records were given."
             )
-        model = PerformanceModel().fit(all_records)
+        model = PerformanceModel().fit(list(all_records.values()))
         try:
             model.save(path)
         except OSError:

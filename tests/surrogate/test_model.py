@@ -103,15 +103,27 @@ def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
     import optuna
 
     record = RecordStore(tiny_kb).records()[0]
+    record.id = "user-run-1"
     url = f"sqlite:///{tmp_path / 'dltune.db'}"
     study = optuna.create_study(storage=url, study_name="s")
     trial = study.ask()
-    trial.set_user_attr("record", record.to_dict())
+    trial.set_user_attr("measurement", record.to_dict())
     trial.set_user_attr("note", "not a record")
     study.tell(trial, 0.5)
+    # A large record split into chunks, as dltune.tuning stores it.
+    other = RecordStore(tiny_kb).records()[1]
+    other.id = "user-run-2"
+    text = other.to_json()
+    trial = study.ask()
+    chunks = [text[i : i + 500] for i in range(0, len(text), 500)]
+    for i, chunk in enumerate(chunks):
+        trial.set_user_attr(f"measurement.{i}", chunk)
+    trial.set_user_attr("measurement.chunks", len(chunks))
+    study.tell(trial, 0.5)
+    study.set_user_attr("preset_measurement:torch", record.to_dict())  # same id: counted once
     found = load_storage_records(url)
-    assert [r["id"] for r in found] == [record.id]
+    assert sorted(r["id"] for r in found) == sorted([record.id, other.id])
     clear_memory_cache()
     with_user = fitted_model(storage=url, kb_path=tiny_kb / "records.jsonl")
     without = fitted_model(storage=None, kb_path=tiny_kb / "records.jsonl")
-    assert with_user.n_records_ == without.n_records_ + 1
+    assert with_user.n_records_ == without.n_records_ + 2
