@@ -160,11 +160,11 @@ def run_study(
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
     if tune_trials is not None:
         tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
+    chosen, notes = resolve_frameworks(frameworks)
     if isinstance(workload, str):
         wl = Workload.from_name(workload, model, **(dataset_params or {}))
     else:
         wl = as_workload(workload, model)
-    chosen, notes = resolve_frameworks(frameworks)
     store = StudyStore(storage, wl.name)
     data = wl.dataset
     cost = CostModel(len(data.y_train), len(data.y_test), wl.model.flops_per_sample)
