@@ -101,5 +101,6 @@ def test_pytensor_flags(tmp_path):
         "base_compiledir": str(tmp_path / "pytensor"),
         "floatX": "float32",
         "device": "cpu",
+        "mode": "CVM",
         "blas__ldflags": "",
     }
