@@ -194,24 +194,84 @@ class MemorySurrogate(QuantileGBMRegressor):
 class TrainTimeSurrogate(QuantileGBMRegressor):
     """Training seconds = work / throughput; the log throughput is what is learned.
 
-    ``X[:, work_column]`` must hold ``log(epochs x samples x FLOPs per sample)``; the
-    throughput depends on the other columns (framework, batch size, threads, model, hardware).
+    ``X[:, work_column]`` must hold ``log(epochs x samples x FLOPs per sample)``. The log
+    throughput is first modelled by a ridge regression on ``linear_columns`` (e.g. log work,
+    log steps, log batch size, threads), each also crossed with the indicator ``group_columns``
+    (e.g. one-hot frameworks) — a power law per framework that extrapolates to unseen sizes —
+    and the trees then learn what that leaves (the residual), with the interval around it.
+    With no ``linear_columns`` the trees learn the log throughput alone.
     """
 
-    def __init__(self, work_column: int = -1, coverage: float = 0.8, max_iter: int = 100,
-                 learning_rate: float = 0.08, max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
+    def __init__(self, work_column: int = -1, linear_columns: tuple[int, ...] = (),
+                 group_columns: tuple[int, ...] = (), ridge_alpha: float = 0.1,
+                 coverage: float = 0.8, max_iter: int = 30, learning_rate: float = 0.08,
+                 max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
                  random_state: int = 0) -> None:
         super().__init__(coverage, max_iter, learning_rate, max_leaf_nodes, min_samples_leaf,
                          l2_regularization, calibrate, cv, random_state)
         self.work_column = work_column
+        self.linear_columns = linear_columns
+        self.group_columns = group_columns
+        self.ridge_alpha = ridge_alpha
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"work_column": self.work_column, **super().get_params(deep)}
+        return {"work_column": self.work_column, "linear_columns": tuple(self.linear_columns),
+                "group_columns": tuple(self.group_columns), "ridge_alpha": self.ridge_alpha,
+                **super().get_params(deep)}
+
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        base = X[:, list(self.linear_columns)]
+        parts = [base]
+        for g in self.group_columns:
+            parts += [X[:, [g]], X[:, [g]] * base]
+        return np.nan_to_num(np.hstack(parts))
+
+    def _linear(self, X: np.ndarray) -> np.ndarray:
+        if not len(self.linear_columns):
+            return np.zeros(len(X))
+        return (self._design(X) - self.lin_mean_) / self.lin_scale_ @ self.lin_coef_ + self.lin_intercept_
+
+    def fit(self, X: Any, y: Any) -> TrainTimeSurrogate:
+        check_float("ridge_alpha", self.ridge_alpha, 0.0, None)
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        width = len(self.linear_columns) * (1 + len(self.group_columns)) + len(self.group_columns)
+        self.lin_mean_, self.lin_scale_ = np.zeros(width), np.ones(width)
+        self.lin_coef_, self.lin_intercept_ = np.zeros(width), 0.0
+        if len(self.linear_columns) and X.ndim == 2 and len(X) == len(y):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = X[:, self.work_column] - np.log(y)
+            ok = np.isfinite(t)
+            D = self._design(X[ok])
+            self.lin_mean_ = D.mean(axis=0)
+            spread = D.std(axis=0)
+            self.lin_scale_ = np.where(spread > 1e-12, spread, 1.0)
+            Z = (D - self.lin_mean_) / self.lin_scale_
+            self.lin_intercept_ = float(t[ok].mean())
+            # Ridge in closed form on standardized columns: (Z'Z + aI) w = Z'(t - mean).
+            gram = Z.T @ Z + self.ridge_alpha * np.eye(Z.shape[1])
+            self.lin_coef_ = np.linalg.solve(gram, Z.T @ (t[ok] - self.lin_intercept_))
+        return super().fit(X, y)
 
     def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return X[:, self.work_column] - np.log(y)
+            return X[:, self.work_column] - np.log(y) - self._linear(X)
 
     def _from_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return np.exp(X[:, self.work_column] - t)
+        return np.exp(X[:, self.work_column] - t - self._linear(X))
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        arrays = super().to_arrays(prefix)
+        arrays.update({f"{prefix}lin_mean": self.lin_mean_, f"{prefix}lin_scale": self.lin_scale_,
+                       f"{prefix}lin_coef": self.lin_coef_,
+                       f"{prefix}lin_intercept": np.array([self.lin_intercept_])})
+        return arrays
+
+    def load_arrays(self, arrays, prefix: str) -> TrainTimeSurrogate:
+        super().load_arrays(arrays, prefix)
+        self.lin_mean_ = np.asarray(arrays[f"{prefix}lin_mean"], dtype=np.float64)
+        self.lin_scale_ = np.asarray(arrays[f"{prefix}lin_scale"], dtype=np.float64)
+        self.lin_coef_ = np.asarray(arrays[f"{prefix}lin_coef"], dtype=np.float64)
+        self.lin_intercept_ = float(arrays[f"{prefix}lin_intercept"][0])
+        return self

@@ -113,7 +113,7 @@ class FeatureEncoder:
         self.feature_names_ = (
             [n for n, _, _ in WORKLOAD_FEATURES]
             + list(HARDWARE_FEATURES)
-            + ["log_lr", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_steps",
+            + ["log_lr", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_epochs", "log_steps",
                "intra_threads", "cores", "threads_per_core"]
             + [f"opt_{o}" for o in _OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
@@ -145,7 +145,7 @@ class FeatureEncoder:
             config_part = [
                 _log(cfg.get("learning_rate")), momentum,
                 math.log(_num(cfg.get("weight_decay")) + 1e-6),
-                math.log2(batch), _num(cfg.get("epochs")),
+                math.log2(batch), _num(cfg.get("epochs")), _log(cfg.get("epochs")),
                 _log(_num(meta.get("n_train")) / batch), intra, cores, intra / cores,
             ]
             config_part += [float(optimizer == o) for o in _OPTIMIZERS]

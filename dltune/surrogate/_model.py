@@ -23,10 +23,13 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "usable_records"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
+# Columns of the per-framework power law of training throughput (see TrainTimeSurrogate).
+_TIME_LINEAR = ("log_work", "log_steps", "log_epochs", "log_flops_per_sample", "log2_batch",
+                "intra_threads")
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -77,23 +80,31 @@ class PerformanceModel:
 
     Args:
         coverage: target coverage of the intervals.
-        max_iter: boosting iterations of every tree ensemble.
+        max_iter: boosting iterations of the accuracy and memory tree ensembles.
+        time_residual_iter: boosting iterations of the trees on the training-time residual
+            (leave-one-workload-out validation of the shipped knowledge base found more
+            iterations overfit at its size; the quantile trees still give the interval).
         calibrate: conformal calibration of the intervals (costs ``cv`` extra fits each).
         random_state: seed.
     """
 
-    def __init__(self, coverage: float = 0.8, max_iter: int = 100, calibrate: bool = True,
-                 random_state: int = 0) -> None:
+    def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 1,
+                 calibrate: bool = True, random_state: int = 0) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
+        self.time_residual_iter = time_residual_iter
         self.calibrate = calibrate
         self.random_state = random_state
 
-    def _estimators(self, work_column: int):
-        kw = dict(coverage=self.coverage, max_iter=self.max_iter, calibrate=self.calibrate,
-                  random_state=self.random_state)
-        return (AccuracySurrogate(**kw), TrainTimeSurrogate(work_column=work_column, **kw),
-                MemorySurrogate(**kw))
+    def _estimators(self, encoder: FeatureEncoder):
+        kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
+        names = encoder.feature_names_
+        linear = tuple(names.index(n) for n in _TIME_LINEAR)
+        groups = tuple(i for i, n in enumerate(names) if n.startswith("fw_"))
+        return (AccuracySurrogate(max_iter=self.max_iter, **kw),
+                TrainTimeSurrogate(work_column=encoder.work_column, linear_columns=linear,
+                                   group_columns=groups, max_iter=self.time_residual_iter, **kw),
+                MemorySurrogate(max_iter=self.max_iter, **kw))
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
         """Fit on measurement records (:class:`Measurement` or dicts); failed ones are ignored."""
@@ -106,7 +117,7 @@ class PerformanceModel:
         rows = [record_row(d) for d in data]
         self.encoder_ = FeatureEncoder().fit(rows)
         X = self.encoder_.transform(rows)
-        self.accuracy_, self.train_time_, self.memory_ = self._estimators(self.encoder_.work_column)
+        self.accuracy_, self.train_time_, self.memory_ = self._estimators(self.encoder_)
         self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data])
         self.train_time_.fit(X, [d["metrics"]["train_time_s"] for d in data])
         self.memory_.fit(X, [d["metrics"]["peak_rss_mb"] for d in data])
@@ -265,7 +276,7 @@ class PerformanceModel:
                 raise ParameterError(f"Surrogate file {str(path)!r} has an unknown format.")
             model = cls(**state["params"])
             model.encoder_ = FeatureEncoder.from_state(state["encoder"])
-            model.accuracy_, model.train_time_, model.memory_ = model._estimators(state["work_column"])
+            model.accuracy_, model.train_time_, model.memory_ = model._estimators(model.encoder_)
             model.accuracy_.load_arrays(arrays, "acc.")
             model.train_time_.load_arrays(arrays, "time.")
             model.memory_.load_arrays(arrays, "mem.")
@@ -280,5 +291,6 @@ class PerformanceModel:
         return model
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002
-        return {"coverage": self.coverage, "max_iter": self.max_iter, "calibrate": self.calibrate,
+        return {"coverage": self.coverage, "max_iter": self.max_iter,
+                "time_residual_iter": self.time_residual_iter, "calibrate": self.calibrate,
                 "random_state": self.random_state}

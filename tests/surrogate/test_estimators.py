@@ -94,3 +94,20 @@ def test_accuracy_predictions_stay_in_unit_interval():
     est = AccuracySurrogate(max_iter=20, calibrate=False).fit(X, np.clip(y, 0, 1))
     point, low, high = est.predict_interval(X * 10)
     assert point.min() >= 0 and high.max() <= 1
+
+
+def test_train_time_power_law_per_group_extrapolates():
+    # Two frameworks (one-hot column 2) with different per-step costs; time = steps * cost.
+    rng = np.random.default_rng(3)
+    n = 240
+    fw = rng.integers(0, 2, size=n).astype(float)
+    log_steps = rng.uniform(np.log(100), np.log(10_000), size=n)
+    log_work = log_steps + np.log(1e5)
+    seconds = np.exp(log_steps) * np.where(fw == 1, 2e-3, 5e-4) * np.exp(rng.normal(scale=0.05, size=n))
+    X = np.column_stack([log_steps, log_work, fw])
+    est = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), group_columns=(2,), max_iter=1).fit(X, seconds)
+    far = np.array([[np.log(1e6), np.log(1e6) + np.log(1e5), f] for f in (0.0, 1.0)])
+    assert est.predict(far) == pytest.approx([1e6 * 5e-4, 1e6 * 2e-3], rel=0.2)
+    restored = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), group_columns=(2,))
+    restored.load_arrays(est.to_arrays("t."), "t.")
+    assert np.allclose(restored.predict(far), est.predict(far))

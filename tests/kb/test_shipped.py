@@ -1,0 +1,30 @@
+"""The knowledge base shipped in the package: real records of the reference suite, with provenance."""
+
+from __future__ import annotations
+
+import json
+
+from dltune.kb import SUITES, load_shipped_records, shipped_kb_path, shipped_provenance_path
+
+
+def test_shipped_records_cover_the_reference_suite():
+    assert shipped_kb_path().exists(), "run: dltune kb build --suite reference && dltune kb export"
+    records = load_shipped_records()
+    ok = [r for r in records if r.ok]
+    assert len(ok) >= 100
+    workloads = {(r.workload["dataset"], json.dumps(r.workload["dataset_params"], sort_keys=True),
+                  r.workload["model"]) for r in ok}
+    assert len(workloads) == len(SUITES["reference"])
+    assert {r.framework for r in ok} >= {"torch", "tensorflow"}
+    for r in ok:
+        assert r.metrics["train_time_s"] > 0 and 0 <= r.metrics["test_accuracy"] <= 1
+        assert r.versions and r.hardware["cpu_model"] and r.workload["meta"]["landmark_1nn"] >= 0
+
+
+def test_shipped_provenance_says_how_where_and_when():
+    provenance = json.loads(shipped_provenance_path().read_text())
+    assert all(s["command"].startswith("dltune kb build --suite reference") for s in provenance["sessions"])
+    assert provenance["machine"]["cpu_model"] and provenance["host_versions"]["numpy"]
+    assert provenance["measured_from"] < provenance["measured_to"]
+    assert provenance["shipped_records"] == len(load_shipped_records())
+    assert "shared machine" in provenance["notes"]
