@@ -15,7 +15,7 @@ from dltune.config import TrainConfig, usable_cores
 from dltune.study._cost import CostModel
 from dltune.study._defaults import STUDY_FRAMEWORKS
 from dltune.study._plan import PHASE_SHARES, PlannedRun, StudyPlan, plan_study
-from dltune.study._store import StudyRecord, StudyStore
+from dltune.study._store import DEFAULT_STORAGE, StudyRecord, StudyStore
 
 __all__ = ["StudyResult", "run_study", "dataset_kind"]
 
@@ -75,18 +75,15 @@ class StudyResult:
         if self.out:
             lines.append(f"records and report in {self.out}")
         lines.append("render it with: dltune report" + (
-            f" --storage {s['storage']}" if self.storage != "sqlite:///dltune.db" else ""))
+            f" --storage {s['storage']}" if self.storage != DEFAULT_STORAGE else ""))
         return "\n".join(lines)
 
 
 def _mask(url: str) -> str:
-    """A storage URL without its password."""
-    if "://" in url and "@" in url.split("://", 1)[1]:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
+    """A storage URL without its password (safe to print)."""
+    from dltune.tuning import mask_url
+
+    return mask_url(url)
 
 
 def resolve_frameworks(frameworks: str | list[str]) -> tuple[list[str], list[str]]:

@@ -56,6 +56,13 @@ class StudyRecord:
                    extra.get("label"), extra.get("source"))
 
 
+def _safe(text: str, url: str) -> str:
+    """An error text with the storage URL's password masked."""
+    from dltune.tuning import mask_url
+
+    return mask_url(text.replace(url, mask_url(url)))
+
+
 def _optuna():
     import optuna
 
@@ -108,8 +115,8 @@ class StudyStore:
         except (ValueError, ImportError) as exc:
             raise ParameterError(
                 f"The 'storage' parameter must be an Optuna storage URL such as "
-                f"'sqlite:///dltune.db'. Could not open it: {exc}"
-            ) from exc
+                f"'sqlite:///dltune.db'. Could not open it: {_safe(str(exc), self.storage_url)}"
+            ) from None
         import warnings
 
         with warnings.catch_warnings():
@@ -212,10 +219,10 @@ def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -
     try:
         names = optuna.get_all_study_names(storage=storage)
     except Exception as exc:  # noqa: BLE001 - any driver error means the URL is unusable
-        raise ParameterError(
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ParameterError(_safe(
             f"The 'storage' parameter must be a readable Optuna storage URL. Could not read "
-            f"{storage!r}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        ) from exc
+            f"{storage!r}: {type(exc).__name__}: {first}", storage)) from None
     wanted = set(workloads) if workloads else None
     records: list[StudyRecord] = []
     for name in names:

@@ -141,3 +141,15 @@ def test_records_file_round_trip_and_errors(records, tmp_path):
         load_study_records(records=path, workload="cifar10")
     with pytest.raises(ParameterError, match="does not exist"):
         load_study_records(storage=f"sqlite:///{tmp_path / 'none.db'}")
+
+
+def test_storage_errors_never_show_the_password():
+    from dltune.study import StudyStore
+
+    url = "postgresql://bob:s3cret-pw@127.0.0.1:1/nodb"
+    with pytest.raises(ParameterError) as err:
+        load_study_records(storage=url)
+    assert "s3cret-pw" not in str(err.value) and "bob:***@" in str(err.value)
+    with pytest.raises(ParameterError) as err:
+        StudyStore(url, "digits-mlp")
+    assert "s3cret-pw" not in str(err.value)
