@@ -173,7 +173,10 @@ def install_command(
     versions = (runtime.marker() or {}).get("versions") or {}
     shown = ", ".join(f"{n} {versions.get(n)}" for n in ("numpy", "mxnet", "theano"))
     state = "installed" if runtime.actions else "already up to date"
-    return f"legacy runtime {state} at {runtime.path}\n  python: {runtime.python}\n  {shown}"
+    summary = f"legacy runtime {state} at {runtime.path}\n  python: {runtime.python}\n  {shown}"
+    if runtime.path != LegacyRuntime().path:
+        summary += f"\n  dltune uses it only with: export DLTUNE_LEGACY_ENV={runtime.path}"
+    return summary
 
 
 def interpreter_for(backend: str, runtime: LegacyRuntime | None = None) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 import dltune.envs._legacy as legacy
 from dltune._errors import BackendUnavailableError, DltuneError
-from dltune.envs import LegacyRuntime, interpreter_for
+from dltune.envs import LegacyRuntime, install_command, interpreter_for
 
 
 def _fake_python(tmp_path, version: str):
@@ -119,8 +119,11 @@ def test_install_makes_is_idempotent_and_repairs(tmp_path, monkeypatch):
     )
     assert done.stdout.strip() == str(legacy._DLTUNE_PARENT / "dltune" / "__init__.py")
 
-    # Second run: nothing to do.
+    # Second run: nothing to do; the command says how to make dltune use this folder.
     assert LegacyRuntime.install(tmp_path / "env").actions == ()
+    summary = install_command("legacy", tmp_path / "env")
+    assert summary.startswith(f"legacy runtime already up to date at {runtime.path}")
+    assert f"export DLTUNE_LEGACY_ENV={runtime.path}" in summary
 
     # A deleted package folder (pip would call it "already satisfied") is reinstalled.
     purelib = next((runtime.path / "lib").glob("python3*/site-packages"))
