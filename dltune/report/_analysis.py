@@ -39,13 +39,32 @@ class Analysis:
         return self.ok[self.ok["phases"].map(lambda p: name in p)]
 
     def defaults(self):
-        """One record per framework: the framework trained with its own default preset."""
-        from dltune.study import own_preset
+        """One record per framework: the framework trained with its own default preset.
 
+        Without phases: a run of the framework's own preset unchanged (epochs may be capped),
+        of several the longest one with the framework's default threads.
+        """
         rows = self.phase("defaults")
-        if not self.has_phases:
-            rows = rows[rows.apply(lambda r: r["preset"] == own_preset(r["framework"], self.dataset_kind), axis=1)]
-        return rows.sort_values("started_at").groupby("framework").tail(1).set_index("framework").sort_index()
+        if rows.empty:
+            return rows.set_index("framework")
+        if self.has_phases:
+            rows = rows.sort_values("started_at")
+        else:
+            rows = rows[rows.apply(self._is_own_defaults, axis=1).astype(bool)]
+            rows = rows.assign(_dt=rows["threads"] == "default").sort_values(
+                ["_dt", "epochs", "started_at"]).drop(columns="_dt")
+        return rows.groupby("framework").tail(1).set_index("framework").sort_index()
+
+    def _is_own_defaults(self, row) -> bool:
+        """Whether a record ran its framework's own preset unchanged (epochs may be capped)."""
+        from dltune.study import own_preset, preset_config
+
+        own = own_preset(row["framework"], self.dataset_kind)
+        if row["preset"] != own:
+            return False
+        p = preset_config(own, row["framework"], self.dataset_kind)
+        return (row["batch_size"], row["optimizer"]) == (p.batch_size, p.optimizer) and \
+            math.isclose(float(row["learning_rate"]), p.learning_rate)
 
     # --- tables ---------------------------------------------------------------------------
     def comparison_table(self) -> Table:

@@ -153,3 +153,24 @@ def test_storage_errors_never_show_the_password():
     with pytest.raises(ParameterError) as err:
         StudyStore(url, "digits-mlp")
     assert "s3cret-pw" not in str(err.value)
+
+
+def test_records_without_phases_still_make_a_report(records):
+    """Plain benchmark records (no study phases): every view uses all successful runs."""
+    from dltune.report import build_report
+    from dltune.study import StudyRecord
+
+    plain = [StudyRecord(r.measurement) for r in records
+             if r.measurement.framework in ("torch", "tensorflow") and "tune" not in r.phases]
+    report = build_report(plain)
+    rows = {row[0]: row for row in report.tables["comparison"].rows}
+    # the comparison falls back to each framework's run with its own preset
+    assert rows["torch"][1] == "torch" and rows["tensorflow"][1] == "tensorflow"
+    # the preset unchanged (not a sweep point), the longest such run, default threads
+    assert rows["torch"][2:5] == ["10", "0.05", "5 (of 20)"]
+    own = next(r.measurement for r in records
+               if "defaults" in r.phases and r.measurement.framework == "torch")
+    assert rows["torch"][5] == fmt_s(own.metrics["train_time_s"])
+    assert {"comparison", "cross_defaults", "pareto"} <= set(report.tables)
+    assert {"train_time", "cross_defaults", "pareto"} <= set(report.figures)
+    assert "tuning" not in report.tables
