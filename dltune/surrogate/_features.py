@@ -114,6 +114,7 @@ class FeatureEncoder:
             [n for n, _, _ in WORKLOAD_FEATURES]
             + list(HARDWARE_FEATURES)
             + ["log_lr", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_epochs", "log_steps",
+               "log_updates", "log_lr_updates",
                "intra_threads", "cores", "threads_per_core"]
             + [f"opt_{o}" for o in _OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
@@ -146,7 +147,9 @@ class FeatureEncoder:
                 _log(cfg.get("learning_rate")), momentum,
                 math.log(_num(cfg.get("weight_decay")) + 1e-6),
                 math.log2(batch), _num(cfg.get("epochs")), _log(cfg.get("epochs")),
-                _log(_num(meta.get("n_train")) / batch), intra, cores, intra / cores,
+                _log(_num(meta.get("n_train")) / batch),
+                _log(_num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch),
+                _log(_num(cfg.get("learning_rate")) * _num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch), intra, cores, intra / cores,
             ]
             config_part += [float(optimizer == o) for o in _OPTIMIZERS]
             config_part += [float(cfg.get("lr_schedule", "constant") == s) for s in _SCHEDULES]
