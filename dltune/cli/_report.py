@@ -8,7 +8,7 @@ import argparse
 def add_parser(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--storage", default=None,
-                        help="Optuna storage URL to read (default: sqlite:///dltune.db)")
+                        help="Optuna storage URL to read (default: $DLTUNE_STORAGE, else sqlite:///dltune.db)")
     source.add_argument("--records", default=None,
                         help="records file (JSON, JSON lines or CSV) instead of a storage")
     parser.add_argument("--workload", default=None,

@@ -17,7 +17,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-epochs", type=int, default=None,
                         help="cap every run's epochs (default: chosen from the budget)")
     parser.add_argument("--storage", default=None,
-                        help="Optuna storage URL (default: sqlite:///dltune.db)")
+                        help="Optuna storage URL (default: $DLTUNE_STORAGE, else sqlite:///dltune.db)")
     parser.add_argument("--out", default=None,
                         help="folder for records.jsonl, summary.json and report.html")
     parser.add_argument("--no-tune", action="store_true", help="skip the tuning phase")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
-from dltune.study._store import DEFAULT_STORAGE, StudyRecord
+from dltune.study._store import StudyRecord, default_storage
 
 __all__ = ["load_study_records", "records_frame", "thread_label"]
 
@@ -68,7 +68,7 @@ def load_study_records(
         recs = _read_file(Path(records))
         source = str(records)
     else:
-        url = storage or DEFAULT_STORAGE
+        url = storage or default_storage()
         path = _sqlite_path(url)
         if path is not None and not path.exists():
             raise ParameterError(

@@ -9,6 +9,7 @@ dashboard and the surrogates read them like any other trial.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,11 @@ __all__ = [
 
 STUDY_PREFIX = "dltune-study:"
 DEFAULT_STORAGE = "sqlite:///dltune.db"
+
+
+def default_storage() -> str:
+    """``$DLTUNE_STORAGE`` (keeps passwords off command lines), else ``sqlite:///dltune.db``."""
+    return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE
 
 
 def study_name(workload_name: str) -> str:
@@ -105,7 +111,7 @@ class StudyStore:
 
     def __init__(self, storage: str | None, workload_name: str) -> None:
         optuna = _optuna()
-        self.storage_url = storage or DEFAULT_STORAGE
+        self.storage_url = storage or default_storage()
         self.name = study_name(workload_name)
         try:
             self.study = optuna.create_study(
