@@ -114,9 +114,15 @@ class TensorFlowTrainer(Trainer):
             )
             self.step_count = tf.Variable(0.0)
             self.loss_sum = tf.Variable(0.0)
-        self._step = tf.function(
-            self._train_step,
-            input_signature=[tf.TensorSpec([None], tf.int64), tf.TensorSpec([], tf.float32)],
+        # The whole epoch is one graph (a loop over the batches): no Python, no tensor
+        # creation and no function dispatch per step.
+        self._epoch = tf.function(
+            self._train_epoch_graph,
+            input_signature=[
+                tf.TensorSpec([None], tf.int64),
+                tf.TensorSpec([None], tf.int64),
+                tf.TensorSpec([None], tf.float32),
+            ],
         )
         self._infer = tf.function(
             lambda x: tf.argmax(self.model(x, training=False), axis=1),
@@ -157,6 +163,13 @@ class TensorFlowTrainer(Trainer):
         self.loss_sum.assign_add(loss * tf.cast(tf.shape(idx)[0], tf.float32))
         return loss
 
+    def _train_epoch_graph(self, order: tf.Tensor, bounds: tf.Tensor, lrs: tf.Tensor) -> tf.Tensor:
+        """Batch ``i`` is ``order[bounds[i]:bounds[i + 1]]``, trained with rate ``lrs[i]``."""
+        self.loss_sum.assign(0.0)
+        for i in tf.range(tf.shape(lrs)[0]):
+            self._train_step(order[bounds[i] : bounds[i + 1]], lrs[i])
+        return self.loss_sum.read_value()
+
     def load_data(self, x_train, y_train, x_test, y_test) -> None:
         with tf.device(self.device):
             self.x_train = tf.constant(np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
@@ -164,15 +177,14 @@ class TensorFlowTrainer(Trainer):
             self.x_test = tf.constant(np.ascontiguousarray(x_test.transpose(0, 2, 3, 1)))
 
     def compile(self) -> None:
-        self._step.get_concrete_function()
+        self._epoch.get_concrete_function()
         self._infer.get_concrete_function()
 
     def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
-        self.loss_sum.assign(0.0)
-        step = self._step
-        for idx, lr in zip(batches, lrs):
-            step(tf.constant(idx), tf.constant(lr))
-        return float(self.loss_sum.numpy()) / sum(len(b) for b in batches)
+        bounds = np.cumsum([0] + [len(b) for b in batches], dtype=np.int64)
+        order = np.concatenate(batches).astype(np.int64, copy=False)
+        total = self._epoch(order, bounds, np.asarray(lrs, dtype=np.float32))
+        return float(total.numpy()) / int(bounds[-1])
 
     def predict(self) -> np.ndarray:
         n = int(self.x_test.shape[0])
