@@ -276,6 +276,12 @@ class PerformanceModel:
                 raise ParameterError(f"Surrogate file {str(path)!r} has an unknown format.")
             model = cls(**state["params"])
             model.encoder_ = FeatureEncoder.from_state(state["encoder"])
+            current = FeatureEncoder().fit(
+                [{"config": {"framework": f}} for f in model.encoder_.frameworks_]).feature_names_
+            if current != model.encoder_.feature_names_:
+                raise ParameterError(
+                    f"Surrogate file {str(path)!r} was written with other features; refit it."
+                )
             model.accuracy_, model.train_time_, model.memory_ = model._estimators(model.encoder_)
             model.accuracy_.load_arrays(arrays, "acc.")
             model.train_time_.load_arrays(arrays, "time.")
