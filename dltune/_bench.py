@@ -82,7 +82,8 @@ def measure(
         hardware=hardware_record(cores),
         started_at=started,
     )
-    env = worker_environment(config.threads.environment(), worker_extra_env(config.framework))
+    interpreter = interpreter_for(config.framework)
+    env = worker_environment(config.threads.environment(), worker_extra_env(config.framework), interpreter)
     if fault:
         # Test-only: the worker honours a fault request only when the parent enabled them.
         if os.environ.get("DLTUNE_ENABLE_FAULTS") != "1":
@@ -104,7 +105,7 @@ def measure(
     worker = None
     healthy = False
     try:
-        worker = pool.acquire(interpreter_for(config.framework), env)
+        worker = pool.acquire(interpreter, env)
         with ResourceSampler(worker.pid) as sampler:
 
             def on_event(message: dict[str, Any]) -> bool | None:

@@ -96,6 +96,7 @@ class MXNetTrainer(Trainer):
             "engine": os.environ.get("MXNET_ENGINE_TYPE", "ThreadedEnginePerDevice"),
             # The engine's CPU worker pool; MXNet's default is one thread.
             "engine_worker_threads": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1")),
+            "inter_op": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1")),
             "mkldnn": bool(mx.runtime.Features().is_enabled("MKLDNN")),
         }
         try:

@@ -66,9 +66,10 @@ class ThreadConfig:
                 env[var] = str(blas)
         if self.intra_op is not None:
             env["TF_NUM_INTRAOP_THREADS"] = str(self.intra_op)
-            env["MXNET_CPU_WORKER_NTHREADS"] = str(self.intra_op)
         if self.inter_op is not None:
             env["TF_NUM_INTEROP_THREADS"] = str(self.inter_op)
+            # MXNet's engine worker pool runs independent operators concurrently: inter-op.
+            env["MXNET_CPU_WORKER_NTHREADS"] = str(self.inter_op)
         if self.cores is not None:
             env["DLTUNE_CPU_CORES"] = str(self.cores)
         return env

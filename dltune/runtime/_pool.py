@@ -215,15 +215,28 @@ def default_pool() -> WorkerPool:
     return _default
 
 
-def worker_environment(thread_env: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: ours, dltune importable, thread variables, quiet frameworks."""
+def worker_environment(
+    thread_env: dict[str, str],
+    extra: dict[str, str] | None = None,
+    interpreter: str | None = None,
+) -> dict[str, str]:
+    """The worker's environment: ours, dltune importable, thread variables, quiet frameworks.
+
+    Another interpreter (the legacy runtime's) finds dltune through its own ``.pth`` file and
+    must not get this one's ``PYTHONPATH``: where dltune is installed in site-packages, that
+    folder would bring numpy 2 along.
+    """
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MXNET_CPU_WORKER_NTHREADS",
                 "DLTUNE_CPU_CORES"):
         env.pop(var, None)
-    root = package_root()
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    if interpreter is None or os.path.realpath(interpreter) == os.path.realpath(sys.executable):
+        root = package_root()
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    else:
+        env.pop("PYTHONPATH", None)
+        env.pop("PYTHONHOME", None)
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["KERAS_BACKEND"] = "tensorflow"
