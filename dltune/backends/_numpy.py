@@ -159,7 +159,7 @@ def _backward(
     grads: list[np.ndarray] = [np.empty(0)] * len(params)
     p = len(params)
     d = dlogits
-    for layer, cache in zip(reversed(spec.layers), reversed(caches)):
+    for layer, cache in zip(reversed(spec.layers), reversed(caches), strict=True):
         if isinstance(layer, Conv2D):
             p -= 2
             d, grads[p], grads[p + 1] = _conv_backward(layer, cache, params[p], d)
@@ -260,7 +260,7 @@ class NumpyTrainer(Trainer):
             correction2 = 1.0 - 0.999**self.steps
             step_size = np.float32(lr / correction1)
             root2 = np.float32(np.sqrt(correction2))
-        for i, (w, g) in enumerate(zip(self.params, grads)):
+        for i, (w, g) in enumerate(zip(self.params, grads, strict=True)):
             if self.decay:
                 g = g + self.decay * w
             if self.kind == "sgd":
@@ -280,7 +280,7 @@ class NumpyTrainer(Trainer):
 
     def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
         total = 0.0
-        for idx, lr in zip(batches, lrs):
+        for idx, lr in zip(batches, lrs, strict=True):
             loss, grads = loss_and_grads(
                 self.spec, self.params, self.x_train[idx], self.y_train[idx], self.rng
             )

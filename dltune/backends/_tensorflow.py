@@ -135,7 +135,7 @@ class TensorFlowTrainer(Trainer):
             t = self.step_count
             correction1 = 1.0 - tf.pow(0.9, t)
             correction2 = 1.0 - tf.pow(0.999, t)
-        for i, (var, grad) in enumerate(zip(self.variables, grads)):
+        for i, (var, grad) in enumerate(zip(self.variables, grads, strict=False)):
             if self.decay:
                 grad = grad + self.decay * var.value
             if self.kind == "sgd":

@@ -30,7 +30,7 @@ def build_module(spec: ModelSpec) -> nn.Sequential:
     """The spec as an ``nn.Sequential`` (NCHW, so the canonical flatten order is native)."""
     shapes = spec.shapes()
     modules: list[nn.Module] = []
-    for layer, shape in zip(spec.layers, shapes):
+    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
         if isinstance(layer, Conv2D):
             modules.append(
                 nn.Conv2d(shape[0], layer.filters, layer.kernel, layer.stride, padding=layer.padding)
@@ -111,7 +111,7 @@ class TorchTrainer(Trainer):
         sizes = [len(b) for b in batches]
         losses: list[torch.Tensor] = []
         current_lr = None
-        for idx, lr in zip(torch.split(order, sizes), lrs.tolist()):
+        for idx, lr in zip(torch.split(order, sizes), lrs.tolist(), strict=True):
             if lr != current_lr:
                 for group in opt.param_groups:
                     group["lr"] = lr

@@ -121,7 +121,7 @@ def _steps_in_worker(pool, tmp_path, name, spec, config, data, batches, lrs, thr
     """Run the worker's ``steps`` op for backend ``name``; return (result, params, predictions)."""
     folder = tmp_path / "data"
     folder.mkdir(exist_ok=True)
-    for part, array in zip(("x_train", "y_train", "x_test", "y_test"), data):
+    for part, array in zip(("x_train", "y_train", "x_test", "y_test"), data, strict=True):
         np.save(folder / f"{part}.npy", array)
     thread_config = ThreadConfig.uniform(threads)
     env = worker_environment(thread_config.environment(), worker_extra_env(name))
@@ -187,7 +187,7 @@ def test_same_steps_as_reference(backend, pool, tmp_path, spec, optimizer, decay
     # Adam divides by the gradient's running magnitude, which amplifies float32 rounding in
     # small gradients; a wrong beta, epsilon or bias correction still shows far above 1 %.
     tol = 1e-2 if optimizer == "adam" else 2e-3
-    for i, (p, r, p0) in enumerate(zip(params, ref["params"], init)):
+    for i, (p, r, p0) in enumerate(zip(params, ref["params"], init, strict=True)):
         expected, got = r - p0, p - p0
         scale = float(np.abs(expected).max())
         assert scale > 0, f"parameter {i} did not move in the reference"

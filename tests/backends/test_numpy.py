@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dltune.backends import load_trainer_class
-from dltune.backends import _base
+from dltune.backends import _base, load_trainer_class
 from dltune.backends._base import run_training
 from dltune.backends._common import batch_order, learning_rates
 from dltune.backends._numpy import NumpyTrainer, forward, loss_and_grads
@@ -133,7 +132,7 @@ def test_optimizer_definitions(optimizer):
     for t, lr in enumerate(lrs, start=1):
         grads = _dense_grad(w, b, x.reshape(6, 4).astype(np.float64), y)
         new = []
-        for k, (p, g) in enumerate(zip((w, b), grads)):
+        for k, (p, g) in enumerate(zip((w, b), grads, strict=True)):
             g = g + decay * p
             if optimizer == "sgd":
                 p = p - lr * g

@@ -15,7 +15,7 @@ def test_uniform_sets_every_library():
         "MKL_NUM_THREADS": "2",
         "OPENBLAS_NUM_THREADS": "2",
         "TF_NUM_INTRAOP_THREADS": "2",
-        "MXNET_CPU_WORKER_NTHREADS": "2",
+        "MXNET_CPU_WORKER_NTHREADS": "1",  # MXNet's engine workers follow inter-op
         "TF_NUM_INTEROP_THREADS": "1",
     }
     assert ThreadConfig.uniform(None) == ThreadConfig()

@@ -58,7 +58,7 @@ def test_same_padding_keeps_size_and_pool_rounds_down():
 def test_init_params_glorot_uniform_zero_bias_deterministic():
     spec = _lenet_28()
     a, b = spec.init_params(0), spec.init_params(0)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert not np.array_equal(a[0], spec.init_params(1)[0])
     assert [p.shape for p in a] == spec.param_shapes()
     assert all(p.dtype == np.float32 for p in a)

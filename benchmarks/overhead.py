@@ -1,0 +1,272 @@
+"""dltune's trainer against a plain hand-written training loop in the same framework.
+
+Same model (the same architecture and the same initial weights), same data, same batches in
+the same order, same optimizer settings; both run in the same process, in the backend's own
+interpreter with the worker's thread environment, alternating (dltune, plain, plain, dltune,
+...) for several repeats. Only the epochs' training loops are timed, on both sides; one untimed
+warm-up of each first. Prints, per backend, the median training time of each and the ratio
+dltune / plain (target: at most 1.05), with the range of the per-repeat ratios, the ratio of
+the medians of process CPU time (steadier than wall time on a busy machine; with one thread
+the two agree on an idle one), and both accuracies as a sanity check.
+
+    python benchmarks/overhead.py [--backends torch,tensorflow] [--workload digits]
+        [--model lenet] [--epochs 2] [--repeats 5] [--threads 1] [--batch-size 64]
+
+The parent imports no framework: each backend runs in a child process of its interpreter
+(``python benchmarks/overhead.py --inner NAME ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------
+# Plain loops, one per framework: what a user writes from the framework's tutorial. They share
+# only the architecture builder and the initial weights with dltune's backend.
+
+
+def _plain_torch(spec, config, data, params, batches_per_epoch):
+    import torch
+    import torch.nn.functional as F
+
+    from dltune.backends._torch import build_module
+
+    x_train, y_train, x_test, y_test = data
+    model = build_module(spec)
+    with torch.no_grad():
+        layers = [m for m in model if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+        for m, (w, b) in zip(layers, zip(params[::2], params[1::2], strict=True), strict=True):
+            m.weight.copy_(torch.from_numpy(w if w.ndim == 4 else w.T.copy()))
+            m.bias.copy_(torch.from_numpy(b))
+    opt = torch.optim.SGD(model.parameters(), lr=config["learning_rate"],
+                          momentum=config["momentum"], weight_decay=config["weight_decay"])
+    x, y = torch.from_numpy(x_train), torch.from_numpy(y_train)
+
+    def train() -> tuple[float, float]:
+        model.train()
+        t0, c0 = time.perf_counter(), time.process_time()
+        for batches in batches_per_epoch:
+            for idx in batches:
+                i = torch.from_numpy(idx)
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x[i]), y[i])
+                loss.backward()
+                opt.step()
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def accuracy() -> float:
+        model.eval()
+        with torch.no_grad():
+            return float((model(torch.from_numpy(x_test)).argmax(1).numpy() == y_test).mean())
+
+    return train, accuracy
+
+
+def _plain_tensorflow(spec, config, data, params, batches_per_epoch):
+    import keras
+    import tensorflow as tf
+
+    from dltune.backends._common import dense_rows_chw_to_hwc
+    from dltune.backends._tensorflow import _param_layers, build_keras_model
+
+    x_train, y_train, x_test, y_test = data
+    model = build_keras_model(spec)
+    flat = spec.flatten_input_shape()
+    first_dense = True
+    for layer, (w, b) in zip(_param_layers(model), zip(params[::2], params[1::2], strict=True), strict=True):
+        if w.ndim == 4:
+            w = w.transpose(2, 3, 1, 0)
+        elif first_dense:
+            w, first_dense = (dense_rows_chw_to_hwc(w, flat) if flat else w), False
+        layer.set_weights([w, b])
+    opt = keras.optimizers.SGD(learning_rate=config["learning_rate"], momentum=config["momentum"])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x = tf.constant(np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
+    y = tf.constant(y_train)
+    variables = model.trainable_variables
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+    def step(idx):
+        xb, yb = tf.gather(x, idx), tf.gather(y, idx)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, model(xb, training=True))
+        opt.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        return loss
+
+    opt.build(variables)
+    step.get_concrete_function()
+
+    def train() -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        for batches in batches_per_epoch:
+            for idx in batches:
+                loss = step(idx)
+        loss.numpy()  # wait for the last step, as dltune's trainer does for its loss
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def accuracy() -> float:
+        xt = np.ascontiguousarray(x_test.transpose(0, 2, 3, 1))
+        return float((np.argmax(model(xt, training=False), axis=1) == y_test).mean())
+
+    return train, accuracy
+
+
+def _plain_mxnet(spec, config, data, params, batches_per_epoch):
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    from dltune.backends._mxnet import _param_blocks, build_gluon_model
+
+    x_train, y_train, x_test, y_test = data
+    net = build_gluon_model(spec)
+    net.initialize()
+    for block, (w, b) in zip(_param_blocks(net), zip(params[::2], params[1::2], strict=True), strict=True):
+        block.weight.set_data(mx.nd.array(w if w.ndim == 4 else w.T))
+        block.bias.set_data(mx.nd.array(b))
+    net.hybridize(static_alloc=True, static_shape=True)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {
+        "learning_rate": config["learning_rate"], "momentum": config["momentum"],
+        "wd": config["weight_decay"]})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    x, y = mx.nd.array(x_train), mx.nd.array(y_train)
+
+    def train() -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        for batches in batches_per_epoch:
+            for idx in batches:
+                i = mx.nd.array(idx, dtype="int64")
+                xb, yb = x.take(i), y.take(i)
+                with autograd.record():
+                    loss = loss_fn(net(xb), yb)
+                loss.backward()
+                trainer.step(len(idx))
+        mx.nd.waitall()
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def accuracy() -> float:
+        pred = net(mx.nd.array(x_test)).argmax(axis=1).asnumpy().astype(np.int64)
+        return float((pred == y_test).mean())
+
+    return train, accuracy
+
+
+PLAIN = {"torch": _plain_torch, "tensorflow": _plain_tensorflow, "mxnet": _plain_mxnet}
+
+
+def inner(args: argparse.Namespace) -> None:
+    """Child side: alternate dltune's trainer and the plain loop; print one JSON line."""
+    from dltune.backends import load_trainer_class
+    from dltune.backends._base import run_training
+    from dltune.backends._common import batch_order
+    from dltune.models._spec import ModelSpec
+
+    spec = ModelSpec.from_dict(json.loads(args.spec))
+    config = json.loads(args.config)
+    data = tuple(np.load(Path(args.data) / f"{p}.npy")
+                 for p in ("x_train", "y_train", "x_test", "y_test"))
+    trainer_cls = load_trainer_class(args.inner)
+    trainer_cls.setup(config["threads"])
+    params = spec.init_params(config["seed"])
+    n = len(data[1])
+    batches_per_epoch = [batch_order(n, config["batch_size"], config["seed"], e)
+                         for e in range(config["epochs"])]
+
+    def dltune_run() -> tuple[float, float, float]:
+        result = run_training(trainer_cls, spec, config, data)
+        return result["train_time_s"], result["cpu_time_s"], result["test_accuracy"]
+
+    def plain_run() -> tuple[float, float, float]:
+        train, accuracy = PLAIN[args.inner](spec, config, data, params, batches_per_epoch)
+        wall, cpu = train()
+        return wall, cpu, accuracy()
+
+    dltune_run(), plain_run()  # warm-up: first-call costs (allocators, kernels, tracing caches)
+    times: dict[str, list[float]] = {"dltune": [], "plain": []}
+    cpu: dict[str, list[float]] = {"dltune": [], "plain": []}
+    accuracy: dict[str, float] = {}
+    for r in range(args.repeats):
+        order = ("dltune", "plain") if r % 2 == 0 else ("plain", "dltune")
+        for who in order:
+            wall, cpu_s, acc = dltune_run() if who == "dltune" else plain_run()
+            times[who].append(wall)
+            cpu[who].append(cpu_s)
+            accuracy[who] = acc
+    print(json.dumps({"times": times, "cpu": cpu, "accuracy": accuracy,
+                      "version": trainer_cls.framework_version()}))
+
+
+def outer(args: argparse.Namespace) -> int:
+    """Parent side: load the data once, run each backend's child, print the table."""
+    from dltune._bench import interpreter_for, worker_extra_env
+    from dltune.config import ThreadConfig, TrainConfig
+    from dltune.data import load_dataset
+    from dltune.models import build_model
+    from dltune.runtime import worker_environment
+    from dltune.runtime._arrays import export_arrays
+
+    data = load_dataset(args.workload)
+    spec = build_model(args.model, data.input_shape, data.num_classes)
+    folder = export_arrays(data)
+    threads = ThreadConfig.uniform(args.threads)
+    print(f"workload {args.workload} ({len(data.y_train)} train), model {args.model}, "
+          f"{args.epochs} epochs, batch {args.batch_size}, momentum SGD lr 0.05, "
+          f"{args.threads} thread(s), {args.repeats} alternating repeats")
+    print(f"{'backend':<12}{'dltune s':>10}{'plain s':>10}{'ratio':>8}{'min..max':>12}"
+          f"{'cpu ratio':>11}{'acc dltune':>12}{'acc plain':>11}")
+    for name in args.backends.split(","):
+        config = TrainConfig(framework=name, epochs=args.epochs, batch_size=args.batch_size,
+                             threads=threads).validate()
+        env = worker_environment(threads.environment(), worker_extra_env(name))
+        cmd = [interpreter_for(name), str(Path(__file__).resolve()), "--inner", name,
+               "--data", str(folder), "--spec", spec.to_json(),
+               "--config", json.dumps(config.to_dict()), "--repeats", str(args.repeats)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{name:<12}failed: {proc.stderr.strip().splitlines()[-1:]}")
+            continue
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        d, p = out["times"]["dltune"], out["times"]["plain"]
+        ratio = statistics.median(d) / statistics.median(p)
+        pairs = sorted(a / b for a, b in zip(d, p, strict=True))
+        cpu_ratio = statistics.median(out["cpu"]["dltune"]) / statistics.median(out["cpu"]["plain"])
+        print(f"{name:<12}{statistics.median(d):>10.3f}{statistics.median(p):>10.3f}"
+              f"{ratio:>8.3f}{f'{pairs[0]:.2f}..{pairs[-1]:.2f}':>12}{cpu_ratio:>11.3f}"
+              f"{out['accuracy']['dltune']:>12.3f}{out['accuracy']['plain']:>11.3f}"
+              f"   ({out['version']})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backends", default="torch,tensorflow")
+    parser.add_argument("--workload", default="digits")
+    parser.add_argument("--model", default="lenet")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.inner:
+        inner(args)
+        return 0
+    os.environ.setdefault("DLTUNE_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "dltune"))
+    return outer(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
