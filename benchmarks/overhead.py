@@ -9,8 +9,9 @@ dltune / plain (target: at most 1.05), with the range of the per-repeat ratios, 
 the medians of process CPU time (steadier than wall time on a busy machine; with one thread
 the two agree on an idle one), and both accuracies as a sanity check.
 
-    python benchmarks/overhead.py [--backends torch,tensorflow] [--workload digits]
+    python benchmarks/overhead.py [--backends torch,tensorflow,mxnet,theano] [--workload digits]
         [--model lenet] [--epochs 2] [--repeats 5] [--threads 1] [--batch-size 64]
+        [--first-max-grad]
 
 The parent imports no framework: each backend runs in a child process of its interpreter
 (``python benchmarks/overhead.py --inner NAME ...``).
@@ -161,7 +162,76 @@ def _plain_mxnet(spec, config, data, params, batches_per_epoch):
     return train, accuracy
 
 
-PLAIN = {"torch": _plain_torch, "tensorflow": _plain_tensorflow, "mxnet": _plain_mxnet}
+def _plain_theano(spec, config, data, params, batches_per_epoch, first_max_grad=False):
+    import theano
+    import theano.tensor as T
+    from theano.tensor.nnet import conv2d
+    from theano.tensor.signal.pool import pool_2d
+
+    from dltune.models._spec import AvgPool2D, Conv2D, Dense, Flatten, MaxPool2D
+
+    x_train, y_train, x_test, y_test = data
+    weights = [theano.shared(p.astype("float32")) for p in params]
+    activations = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
+
+    def net(h):
+        k = 0
+        for layer, shape in zip(spec.layers, spec.shapes()[:-1], strict=True):
+            if isinstance(layer, MaxPool2D) and first_max_grad:
+                from dltune.backends._theano import _max_pool
+
+                h = _max_pool(h, layer, shape)  # dltune's gradient: to the first maximum only
+            elif isinstance(layer, Conv2D):
+                border = "half" if layer.padding == "same" else "valid"
+                h = conv2d(h, weights[k], border_mode=border, subsample=(layer.stride,) * 2,
+                           filter_flip=False) + weights[k + 1].dimshuffle("x", 0, "x", "x")
+                k += 2
+            elif isinstance(layer, (MaxPool2D, AvgPool2D)):
+                mode = "max" if isinstance(layer, MaxPool2D) else "average_exc_pad"
+                h = pool_2d(h, ws=(layer.size,) * 2, stride=(layer.stride,) * 2,
+                            ignore_border=True, mode=mode)
+            elif isinstance(layer, Flatten):
+                h = h.flatten(2)
+            elif isinstance(layer, Dense):
+                h = T.dot(h, weights[k]) + weights[k + 1]
+                k += 2
+            elif getattr(layer, "function", None) in activations:
+                h = activations[layer.function](h)
+            # Dropout: the benchmark's models have none.
+        return h
+
+    X, Y, idx = T.tensor4("x"), T.lvector("y"), T.lvector("idx")
+    logits = net(X)
+    loss = T.nnet.categorical_crossentropy(T.nnet.softmax(logits), Y).mean()
+    lr, mu = np.float32(config["learning_rate"]), np.float32(config["momentum"])
+    updates = []
+    for w, g in zip(weights, T.grad(loss, weights), strict=True):
+        velocity = theano.shared(np.zeros_like(w.get_value()))
+        v = mu * velocity + g
+        updates += [(velocity, v), (w, w - lr * v)]
+    xs, ys = theano.shared(x_train), theano.shared(y_train)
+    step = theano.function([idx], loss, updates=updates, givens={X: xs[idx], Y: ys[idx]})
+    predict = theano.function([X], T.argmax(logits, axis=1))
+
+    def train() -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        for batches in batches_per_epoch:
+            for i in batches:
+                step(i)
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def accuracy() -> float:
+        return float((predict(x_test) == y_test).mean())
+
+    return train, accuracy
+
+
+PLAIN = {
+    "torch": _plain_torch,
+    "tensorflow": _plain_tensorflow,
+    "mxnet": _plain_mxnet,
+    "theano": _plain_theano,
+}
 
 
 def inner(args: argparse.Namespace) -> None:
@@ -187,7 +257,8 @@ def inner(args: argparse.Namespace) -> None:
         return result["train_time_s"], result["cpu_time_s"], result["test_accuracy"]
 
     def plain_run() -> tuple[float, float, float]:
-        train, accuracy = PLAIN[args.inner](spec, config, data, params, batches_per_epoch)
+        extra = {"first_max_grad": True} if args.first_max_grad else {}
+        train, accuracy = PLAIN[args.inner](spec, config, data, params, batches_per_epoch, **extra)
         wall, cpu = train()
         return wall, cpu, accuracy()
 
@@ -231,6 +302,8 @@ def outer(args: argparse.Namespace) -> int:
         cmd = [interpreter_for(name), str(Path(__file__).resolve()), "--inner", name,
                "--data", str(folder), "--spec", spec.to_json(),
                "--config", json.dumps(config.to_dict()), "--repeats", str(args.repeats)]
+        if args.first_max_grad and name == "theano":
+            cmd.append("--first-max-grad")
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             print(f"{name:<12}failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -256,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--first-max-grad", action="store_true",
+                        help="theano: give the plain loop dltune's first-maximum pooling gradient")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
