@@ -1,4 +1,4 @@
-"""TensorFlow backend: a Keras 3 model on the TensorFlow backend, trained one epoch per tf.function call.
+"""TensorFlow backend: a Keras 3 model on TensorFlow, trained one epoch per tf.function call.
 
 The update rules are written out (PyTorch's definitions of SGD, momentum and Adam, L2 weight
 decay added to the gradient) so that every backend optimises the same way; Keras' own
