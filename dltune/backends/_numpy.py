@@ -235,6 +235,8 @@ class NumpyTrainer(Trainer):
         }
 
     def build(self, params: list[np.ndarray]) -> None:
+        if self.config.get("device") == "cuda":
+            raise ValueError("The numpy backend runs on the CPU only; use device='cpu'.")
         shapes = self.spec.param_shapes()
         if [tuple(p.shape) for p in params] != [tuple(s) for s in shapes]:
             raise ValueError(f"numpy backend: parameter shapes {[p.shape for p in params]} != {shapes}")

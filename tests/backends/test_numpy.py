@@ -165,6 +165,8 @@ def test_build_rejects_wrong_shapes():
     trainer = NumpyTrainer(_dense_spec(), _config())
     with pytest.raises(ValueError, match="parameter shapes"):
         trainer.build([np.zeros((3, 4), np.float32), np.zeros(3, np.float32)])
+    with pytest.raises(ValueError, match="CPU only"):
+        NumpyTrainer(_dense_spec(), _config(device="cuda")).build(_dense_spec().init_params(0))
 
 
 @pytest.mark.slow
