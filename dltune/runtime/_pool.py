@@ -227,6 +227,8 @@ def worker_environment(
     folder would bring numpy 2 along.
     """
     env = dict(os.environ)
+    # Changes with every test: kept, it would make each test start (and import) a new worker.
+    env.pop("PYTEST_CURRENT_TEST", None)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MXNET_CPU_WORKER_NTHREADS",
                 "DLTUNE_CPU_CORES"):
