@@ -134,8 +134,9 @@ class TorchTrainer(Trainer):
     def get_params(self) -> list[np.ndarray]:
         result = []
         for module in _param_modules(self.model):
+            # Copies: on the CPU .numpy() shares memory with the live weights.
             w = module.weight.detach().cpu().numpy()
-            result += [w if w.ndim == 4 else w.T.copy(), module.bias.detach().cpu().numpy()]
+            result += [w.copy() if w.ndim == 4 else w.T.copy(), module.bias.detach().cpu().numpy().copy()]
         return result
 
     def count_params(self) -> int:
