@@ -37,7 +37,13 @@ system-deps:
 		echo "note: install$$need (Debian packages) for the tests that need them"; \
 	fi
 
+# The main job on the embedded default: bundled digits data, the shipped knowledge base,
+# SQLite storage (dltune.db here). Recommend (instant) and verify it with a real run, tune
+# briefly, then measure every available framework side by side.
 demo: $(STAMPS)/venv $(STAMPS)/legacy
+	$(PY) -m dltune.cli env status
+	$(PY) -m dltune.cli recommend --workload digits --model lenet --verify
+	$(PY) -m dltune.cli tune --workload digits --model mlp --frameworks torch,tensorflow --trials 6 --storage sqlite:///dltune.db
 	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
 
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
