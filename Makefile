@@ -47,10 +47,11 @@ demo: $(STAMPS)/venv $(STAMPS)/legacy
 	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
 
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
+	$(VENV)/bin/ruff check dltune tests benchmarks examples
 	$(PY) -m pytest -q
 
 lint: $(STAMPS)/venv
-	$(VENV)/bin/ruff check dltune tests benchmarks
+	$(VENV)/bin/ruff check dltune tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) $(STAMPS) .cache

@@ -15,7 +15,7 @@ FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytenso
 
 
 def test_import_dltune_imports_no_framework():
-    code = "import sys, dltune; print([m for m in %r if m in sys.modules])" % (FRAMEWORK_MODULES,)
+    code = f"import sys, dltune; print([m for m in {FRAMEWORK_MODULES!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

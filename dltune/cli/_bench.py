@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from dltune.cli._common import add_workload_args, format_table, load_workload, parse_list, print_json
+from dltune.cli._common import (
+    add_workload_args,
+    format_table,
+    load_workload,
+    parse_list,
+    print_json,
+)
 
 TABLE_COLUMNS = [
     ("framework", "framework", ""),

@@ -72,8 +72,8 @@ def format_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]
     body = [[cell(row.get(k), spec) for k, _, spec in columns] for row in rows]
     headers = [h for _, h, _ in columns]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
     lines.append("  ".join("-" * w for w in widths))
     for r in body:
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     return "\n".join(lines)

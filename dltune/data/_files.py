@@ -39,7 +39,7 @@ FILE_SETS: dict[str, tuple[str, dict[str, str]]] = {
             "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
             "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
             "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
-        ))),
+        ), strict=True)),
     ),
     "fashion_mnist": (
         "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
@@ -48,7 +48,7 @@ FILE_SETS: dict[str, tuple[str, dict[str, str]]] = {
             "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
             "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
             "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
-        ))),
+        ), strict=True)),
     ),
     "cifar10": (
         "https://www.cs.toronto.edu/~kriz/",

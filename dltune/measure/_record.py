@@ -162,7 +162,7 @@ def read_csv(path: str | Path) -> list[Measurement]:
         records = []
         for row in reader:
             data: dict[str, Any] = {}
-            for column, text in zip(columns, row):
+            for column, text in zip(columns, row, strict=True):
                 value = _uncell(column, text)
                 if value is _MISSING:
                     continue

@@ -215,7 +215,7 @@ class ModelSpec:
         """Shapes of all parameter arrays in order, in the canonical layout."""
         shapes = self.shapes()
         result: list[tuple[int, ...]] = []
-        for layer, shape in zip(self.layers, shapes):
+        for layer, shape in zip(self.layers, shapes[:-1], strict=True):
             result.extend(layer.param_shapes(shape))
         return result
 
@@ -227,7 +227,7 @@ class ModelSpec:
     def flops_per_sample(self) -> int:
         """Forward FLOPs for one sample; a training step costs about three times this."""
         shapes = self.shapes()
-        return int(sum(layer.flops(shape) for layer, shape in zip(self.layers, shapes)))
+        return int(sum(layer.flops(shape) for layer, shape in zip(self.layers, shapes[:-1], strict=True)))
 
     def init_params(self, seed: int) -> list[np.ndarray]:
         """Initial weights, identical for every backend: Glorot-uniform weights, zero biases."""
@@ -248,7 +248,7 @@ class ModelSpec:
 
     def flatten_input_shape(self) -> tuple[int, int, int] | None:
         """The (C, H, W) shape entering the first ``Flatten``, or None if it flattens nothing 3-D."""
-        for layer, shape in zip(self.layers, self.shapes()):
+        for layer, shape in zip(self.layers, self.shapes()[:-1], strict=True):
             if isinstance(layer, Flatten) and len(shape) == 3:
                 return shape  # type: ignore[return-value]
         return None
@@ -281,7 +281,7 @@ class ModelSpec:
         """A table of layers, output shapes and parameter counts."""
         lines = [f"{self.name}: input {self.input_shape}, {self.num_classes} classes"]
         shapes = self.shapes()
-        for layer, before, after in zip(self.layers, shapes, shapes[1:]):
+        for layer, before, after in zip(self.layers, shapes[:-1], shapes[1:], strict=True):
             n = sum(int(np.prod(s)) for s in layer.param_shapes(before))
             lines.append(f"  {layer.kind:<11} {str(after):<16} {n:>10,d}")
         lines.append(f"  params {self.param_count:,d}, forward FLOPs/sample {self.flops_per_sample:,d}")

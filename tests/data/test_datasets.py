@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from dltune._errors import ParameterError
-from dltune.data import Dataset, available_datasets, from_arrays, load_dataset
-from dltune.data import _files
+from dltune.data import Dataset, _files, available_datasets, from_arrays, load_dataset
 
 
 def test_registry_names():
