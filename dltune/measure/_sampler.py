@@ -78,5 +78,7 @@ class ResourceSampler:
             "cpu_percent_sampled_mean": float(rates.mean()),
             "peak_rss_mb": self.peak_rss / 2**20,
             "baseline_rss_mb": self.baseline_rss / 2**20,
+            # What this run added over the (possibly warm, reused) worker's resident memory.
+            "peak_rss_delta_mb": max(0, self.peak_rss - self.baseline_rss) / 2**20,
             "cpu_samples": int(len(self.rates)),
         }

@@ -111,6 +111,7 @@ def test_measurement_has_the_study_metrics(workload, pool):
     for key in ("train_time_s", "test_time_s", "cpu_percent_mean", "cpu_percent_p95", "peak_rss_mb"):
         assert m[key] > 0, key
     assert 0 < m["cpu_fraction_mean"] <= 1.5
+    assert m["peak_rss_delta_mb"] == pytest.approx(m["peak_rss_mb"] - m["baseline_rss_mb"])
     assert len(m["curves"]) == 2
     assert m["param_count"] == workload.model.param_count
     assert record.versions["framework"]
