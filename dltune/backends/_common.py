@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["batch_order", "learning_rates", "dense_rows_chw_to_hwc", "dense_rows_hwc_to_chw"]
+__all__ = [
+    "batch_order",
+    "dense_rows_chw_to_hwc",
+    "dense_rows_hwc_to_chw",
+    "graph_updates",
+    "learning_rates",
+]
 
 
 def batch_order(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
@@ -40,3 +46,37 @@ def dense_rows_hwc_to_chw(weight: np.ndarray, chw: tuple[int, int, int]) -> np.n
     """Inverse of :func:`dense_rows_chw_to_hwc`."""
     c, h, w = chw
     return weight.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+
+
+def graph_updates(kind, params, grads, lr, decay, momentum, shared, sqr, sqrt) -> list[tuple]:
+    """Symbolic optimizer updates for Theano-style graphs (Theano and PyTensor share this API).
+
+    PyTorch's definitions, as every backend: ``sgd``; ``momentum`` (heavy ball, no dampening);
+    ``adam`` (betas 0.9 / 0.999, eps 1e-8); L2 ``decay`` added to each gradient. ``shared``,
+    ``sqr`` and ``sqrt`` are the framework's own functions.
+    """
+    decay = np.float32(decay)
+    updates: list[tuple] = []
+    if kind == "adam":
+        step = shared(np.float32(0.0), name="adam_t")
+        t = step + np.float32(1.0)
+        updates.append((step, t))
+        correction1 = np.float32(1.0) - np.float32(0.9) ** t
+        correction2 = np.float32(1.0) - np.float32(0.999) ** t
+    for p, g in zip(params, grads, strict=True):
+        if decay:
+            g = g + decay * p
+        if kind == "sgd":
+            updates.append((p, p - lr * g))
+        elif kind == "momentum":
+            buf = shared(np.zeros_like(p.get_value()), name=f"{p.name}_buf")
+            new_buf = np.float32(momentum) * buf + g
+            updates += [(buf, new_buf), (p, p - lr * new_buf)]
+        else:
+            m = shared(np.zeros_like(p.get_value()), name=f"{p.name}_m")
+            v = shared(np.zeros_like(p.get_value()), name=f"{p.name}_v")
+            new_m = np.float32(0.9) * m + np.float32(0.1) * g
+            new_v = np.float32(0.999) * v + np.float32(0.001) * sqr(g)
+            denom = sqrt(new_v / correction2) + np.float32(1e-8)
+            updates += [(m, new_m), (v, new_v), (p, p - lr / correction1 * new_m / denom)]
+    return updates

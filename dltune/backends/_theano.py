@@ -29,6 +29,7 @@ from theano.tensor.nnet import conv2d  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
+from dltune.backends._common import graph_updates  # noqa: E402
 from dltune.models._spec import (  # noqa: E402
     Activation,
     AvgPool2D,
@@ -202,32 +203,8 @@ class TheanoTrainer(Trainer):
         self.x_test = np.ascontiguousarray(x_test, dtype=_FLOAT)
 
     def _updates(self, loss: Any, lr: Any) -> list[tuple[Any, Any]]:
-        grads = T.grad(loss, self.params)
-        decay = np.float32(self.decay)
-        updates: list[tuple[Any, Any]] = []
-        if self.kind == "adam":
-            step = theano.shared(np.float32(0.0), name="adam_t")
-            t = step + np.float32(1.0)
-            updates.append((step, t))
-            correction1 = np.float32(1.0) - np.float32(0.9) ** t
-            correction2 = np.float32(1.0) - np.float32(0.999) ** t
-        for p, g in zip(self.params, grads, strict=True):
-            if self.decay:
-                g = g + decay * p
-            if self.kind == "sgd":
-                updates.append((p, p - lr * g))
-            elif self.kind == "momentum":
-                buf = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_buf")
-                new_buf = np.float32(self.mu) * buf + g
-                updates += [(buf, new_buf), (p, p - lr * new_buf)]
-            else:
-                m = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_m")
-                v = theano.shared(np.zeros_like(p.get_value()), name=f"{p.name}_v")
-                new_m = np.float32(0.9) * m + np.float32(0.1) * g
-                new_v = np.float32(0.999) * v + np.float32(0.001) * T.sqr(g)
-                denom = T.sqrt(new_v / correction2) + np.float32(1e-8)
-                updates += [(m, new_m), (v, new_v), (p, p - lr / correction1 * new_m / denom)]
-        return updates
+        return graph_updates(self.kind, self.params, T.grad(loss, self.params), lr, self.decay, self.mu,
+                             theano.shared, T.sqr, T.sqrt)
 
     def compile(self) -> None:
         idx = T.lvector("idx")
