@@ -221,7 +221,9 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
                 **super().get_params(deep)}
 
     def _design(self, X: np.ndarray) -> np.ndarray:
-        base = X[:, list(self.linear_columns)]
+        # Outside the measured range the throughput is held at its edge (time still grows with
+        # the work column): a power law fitted on 1-2 threads must not be extrapolated to 72.
+        base = np.clip(X[:, list(self.linear_columns)], self.lin_low_, self.lin_high_)
         parts = [base]
         for g in self.group_columns:
             parts += [X[:, [g]], X[:, [g]] * base]
@@ -239,10 +241,14 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         width = len(self.linear_columns) * (1 + len(self.group_columns)) + len(self.group_columns)
         self.lin_mean_, self.lin_scale_ = np.zeros(width), np.ones(width)
         self.lin_coef_, self.lin_intercept_ = np.zeros(width), 0.0
+        self.lin_low_ = np.full(len(self.linear_columns), -np.inf)
+        self.lin_high_ = np.full(len(self.linear_columns), np.inf)
         if len(self.linear_columns) and X.ndim == 2 and len(X) == len(y):
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = X[:, self.work_column] - np.log(y)
             ok = np.isfinite(t)
+            base = X[ok][:, list(self.linear_columns)]
+            self.lin_low_, self.lin_high_ = np.nanmin(base, axis=0), np.nanmax(base, axis=0)
             D = self._design(X[ok])
             self.lin_mean_ = D.mean(axis=0)
             spread = D.std(axis=0)
@@ -265,6 +271,7 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         arrays = super().to_arrays(prefix)
         arrays.update({f"{prefix}lin_mean": self.lin_mean_, f"{prefix}lin_scale": self.lin_scale_,
                        f"{prefix}lin_coef": self.lin_coef_,
+                       f"{prefix}lin_low": self.lin_low_, f"{prefix}lin_high": self.lin_high_,
                        f"{prefix}lin_intercept": np.array([self.lin_intercept_])})
         return arrays
 
@@ -273,5 +280,7 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         self.lin_mean_ = np.asarray(arrays[f"{prefix}lin_mean"], dtype=np.float64)
         self.lin_scale_ = np.asarray(arrays[f"{prefix}lin_scale"], dtype=np.float64)
         self.lin_coef_ = np.asarray(arrays[f"{prefix}lin_coef"], dtype=np.float64)
+        self.lin_low_ = np.asarray(arrays[f"{prefix}lin_low"], dtype=np.float64)
+        self.lin_high_ = np.asarray(arrays[f"{prefix}lin_high"], dtype=np.float64)
         self.lin_intercept_ = float(arrays[f"{prefix}lin_intercept"][0])
         return self

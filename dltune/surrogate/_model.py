@@ -23,7 +23,7 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "usable_records"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")

@@ -83,6 +83,10 @@ def test_alien_hardware_is_flagged_not_confident(kb, workload):
     assert any("never measured" in r for r in rec.ood_reasons)
     assert "outside what was measured" in rec.reason and "OUT OF DISTRIBUTION" in str(rec)
     assert rec.config.threads.intra_op in (1, 72)
+    # Thread counts far beyond the measured ones must not blow the time model up.
+    local = recommend(workload, knowledge_base=kb, storage=None)
+    times = [rec.predicted["train_time_s"][0]] + [c.train_time_s[0] for c in rec.alternatives]
+    assert all(np.isfinite(t) and t < 1000 * local.predicted["train_time_s"][2] for t in times), times
 
 
 def test_hardware_from_json_file(kb, workload, tmp_path):

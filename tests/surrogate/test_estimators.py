@@ -111,3 +111,20 @@ def test_train_time_power_law_per_group_extrapolates():
     restored = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), group_columns=(2,))
     restored.load_arrays(est.to_arrays("t."), "t.")
     assert np.allclose(restored.predict(far), est.predict(far))
+
+
+def test_train_time_power_law_is_not_extrapolated_beyond_measured_threads():
+    """Measured at 1 and 2 threads with a steep effect: 72 threads is predicted like 2, not e^70."""
+    rng = np.random.default_rng(0)
+    n = 200
+    log_work = rng.uniform(10, 14, n)
+    threads = rng.integers(1, 3, n).astype(float)
+    seconds = np.exp(log_work - 12.0 + 2.0 * threads + rng.normal(0, 0.05, n))
+    X = np.column_stack([threads, log_work])
+    model = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), max_iter=10, cv=2).fit(X, seconds)
+    at_two, at_many = model.predict(np.array([[2.0, 12.0], [72.0, 12.0]]))
+    assert np.isfinite(at_many)
+    assert at_many == pytest.approx(at_two)
+    # Work itself still scales the time outside the measured range.
+    bigger = model.predict(np.array([[2.0, 16.0]]))[0]
+    assert bigger > 10 * at_two
