@@ -6,13 +6,31 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
 from dltune._bench import interpreter_for, worker_extra_env
 from dltune._errors import DltuneError
 from dltune.config import ThreadConfig
-from dltune.runtime import worker_environment
+from dltune.runtime import WorkerPool, worker_environment
+
+# Modules the pytest process must never import: backends run in workers only.
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor", "jax")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """Warm workers shared by a module's tests (reused across tests: see worker_environment)."""
+    with WorkerPool(max_workers=2) as workers:
+        yield workers
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _parent_imports_no_framework():
+    yield
+    leaked = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+    assert not leaked, f"the pytest process imported framework(s) {leaked}"
 
 # Trains ``spec_name`` twice with one seed, once with another, once with a constant learning
 # rate instead of the ``inv`` schedule, and once with its dropout rates set to 0; prints the

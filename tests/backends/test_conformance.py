@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -36,9 +35,7 @@ from dltune.models._spec import (
     MaxPool2D,
     ModelSpec,
 )
-from dltune.runtime import WorkerPool, worker_environment
-
-FRAMEWORKS = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor", "jax")
+from dltune.runtime import worker_environment
 
 # A small convolutional net touching every layout question: two input channels, a non-square
 # image, same and valid padding, overlapping max pooling, average pooling, every activation,
@@ -84,28 +81,6 @@ def backend(request) -> str:
             pytest.fail(f"backend '{name}' cannot run under CI: {reason}")
         pytest.skip(reason)
     return name
-
-
-class _StablePool(WorkerPool):
-    """pytest sets PYTEST_CURRENT_TEST anew for every test; a worker keyed on the whole
-    environment would then never be reused, and each test would pay the framework import."""
-
-    def acquire(self, interpreter: str, env: dict[str, str]):
-        env = {k: v for k, v in env.items() if k != "PYTEST_CURRENT_TEST"}
-        return super().acquire(interpreter, env)
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with _StablePool(max_workers=2) as workers:
-        yield workers
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _parent_imports_no_framework():
-    yield
-    leaked = sorted(m for m in FRAMEWORKS if m in sys.modules)
-    assert not leaked, f"the pytest process imported framework(s) {leaked}"
 
 
 def _arrays(spec: ModelSpec, n_train: int, n_test: int, seed: int = 0):

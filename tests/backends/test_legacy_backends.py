@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -19,11 +18,9 @@ from dltune._bench import interpreter_for, measure, worker_extra_env
 from dltune.config import ThreadConfig, TrainConfig
 from dltune.envs import LegacyRuntime
 from dltune.models import build_model
-from dltune.runtime import WorkerPool, worker_environment
+from dltune.runtime import worker_environment
 
 LEGACY = ("mxnet", "theano")
-FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor")
-
 # Runs in the backend's interpreter: a few steps from the canonical initial weights on the
 # given batches, then the weights (canonical layout), the loss and the framework's own count.
 STEP_PROGRAM = textwrap.dedent(
@@ -60,19 +57,6 @@ def legacy_ready() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the legacy runtime is needed under CI: {problem}")
         pytest.skip(f"{problem}; run: dltune env install legacy")
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with WorkerPool(max_workers=2) as workers:
-        yield workers
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _parent_imports_no_framework():
-    yield
-    leaked = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
-    assert not leaked, f"the pytest process imported framework(s) {leaked}"
 
 
 @pytest.fixture(scope="module")
