@@ -8,6 +8,7 @@ __all__ = [
     "batch_order",
     "dense_rows_chw_to_hwc",
     "dense_rows_hwc_to_chw",
+    "CompiledGraphTrainer",
     "graph_updates",
     "learning_rates",
 ]
@@ -80,3 +81,36 @@ def graph_updates(kind, params, grads, lr, decay, momentum, shared, sqr, sqrt) -
             denom = sqrt(new_v / correction2) + np.float32(1e-8)
             updates += [(m, new_m), (v, new_v), (p, p - lr / correction1 * new_m / denom)]
     return updates
+
+
+class CompiledGraphTrainer:
+    """The Trainer methods Theano and PyTensor share once ``compile()`` has set
+    ``_train_fn(idx, lr) -> loss`` and ``_predict_fn(x) -> labels`` over shared ``params``.
+
+    A mixin for :class:`dltune.backends._base.Trainer` subclasses (this module imports no
+    framework, so both the legacy and the main interpreter can load it).
+    """
+
+    predict_chunk = 1024
+
+    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
+        if self._train_fn is None:
+            self.compile()
+        step = self._train_fn
+        total = 0.0
+        for idx, lr in zip(batches, lrs.astype(np.float32), strict=True):
+            total += float(step(np.asarray(idx, dtype=np.int64), lr)) * len(idx)
+        return total / sum(len(b) for b in batches)
+
+    def predict(self) -> np.ndarray:
+        if self._predict_fn is None:
+            self.compile()
+        n, chunk = len(self.x_test), self.predict_chunk
+        parts = [self._predict_fn(self.x_test[i : i + chunk]) for i in range(0, n, chunk)]
+        return np.concatenate(parts).astype(np.int64)
+
+    def get_params(self) -> list[np.ndarray]:
+        return [np.array(p.get_value(borrow=False)) for p in self.params]
+
+    def count_params(self) -> int:
+        return int(sum(p.get_value(borrow=True).size for p in self.params))

@@ -35,7 +35,7 @@ from pytensor.compile.mode import get_default_mode  # noqa: E402
 from pytensor.tensor.special import log_softmax  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
-from dltune.backends._common import graph_updates  # noqa: E402
+from dltune.backends._common import CompiledGraphTrainer, graph_updates  # noqa: E402
 from dltune.models._spec import (  # noqa: E402
     Activation,
     AvgPool2D,
@@ -49,7 +49,6 @@ from dltune.models._spec import (  # noqa: E402
 
 __all__ = ["PyTensorTrainer", "TRAINER", "build_graph", "conv2d", "pool2d"]
 
-_PREDICT_CHUNK = 1024
 _FLOAT = "float32"
 
 
@@ -133,7 +132,7 @@ def build_graph(
     return h, ({rng: next_rng} if rng is not None and next_rng is not rng else {})
 
 
-class PyTensorTrainer(Trainer):
+class PyTensorTrainer(CompiledGraphTrainer, Trainer):
     name = "pytensor"
     SUPPORTS_GPU = False
 
@@ -208,28 +207,6 @@ class PyTensorTrainer(Trainer):
             p.set_value(value)
         for shared, value in states:
             shared.set_value(value)
-
-    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
-        if self._train_fn is None:
-            self.compile()
-        step = self._train_fn
-        total = 0.0
-        for idx, lr in zip(batches, lrs.astype(np.float32), strict=True):
-            total += float(step(np.asarray(idx, dtype=np.int64), lr)) * len(idx)
-        return total / sum(len(b) for b in batches)
-
-    def predict(self) -> np.ndarray:
-        if self._predict_fn is None:
-            self.compile()
-        n = len(self.x_test)
-        parts = [self._predict_fn(self.x_test[i : i + _PREDICT_CHUNK]) for i in range(0, n, _PREDICT_CHUNK)]
-        return np.concatenate(parts).astype(np.int64)
-
-    def get_params(self) -> list[np.ndarray]:
-        return [np.array(p.get_value()) for p in self.params]
-
-    def count_params(self) -> int:
-        return int(sum(p.get_value(borrow=True).size for p in self.params))
 
 
 TRAINER = PyTensorTrainer

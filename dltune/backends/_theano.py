@@ -29,7 +29,7 @@ from theano.tensor.nnet import conv2d  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
-from dltune.backends._common import graph_updates  # noqa: E402
+from dltune.backends._common import CompiledGraphTrainer, graph_updates  # noqa: E402
 from dltune.models._spec import (  # noqa: E402
     Activation,
     AvgPool2D,
@@ -43,7 +43,6 @@ from dltune.models._spec import (  # noqa: E402
 
 __all__ = ["TheanoTrainer", "TRAINER", "build_graph"]
 
-_PREDICT_CHUNK = 1024
 _FLOAT = "float32"
 _ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
 
@@ -155,7 +154,7 @@ def _blas_threads() -> dict[str, Any]:
     return info
 
 
-class TheanoTrainer(Trainer):
+class TheanoTrainer(CompiledGraphTrainer, Trainer):
     name = "theano"
     SUPPORTS_GPU = False
 
@@ -223,28 +222,6 @@ class TheanoTrainer(Trainer):
         x_eval = T.tensor4("x_eval", dtype=_FLOAT)
         prediction = T.argmax(build_graph(self.spec, x_eval, self.params, None), axis=1)
         self._predict_fn = theano.function([x_eval], prediction, name="dltune_predict")
-
-    def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
-        if self._train_fn is None:
-            self.compile()
-        step = self._train_fn
-        total = 0.0
-        for idx, lr in zip(batches, lrs.astype(np.float32), strict=True):
-            total += float(step(idx, lr)) * len(idx)
-        return total / sum(len(b) for b in batches)
-
-    def predict(self) -> np.ndarray:
-        if self._predict_fn is None:
-            self.compile()
-        n = len(self.x_test)
-        parts = [self._predict_fn(self.x_test[i : i + _PREDICT_CHUNK]) for i in range(0, n, _PREDICT_CHUNK)]
-        return np.concatenate(parts).astype(np.int64)
-
-    def get_params(self) -> list[np.ndarray]:
-        return [np.array(p.get_value(borrow=False)) for p in self.params]
-
-    def count_params(self) -> int:
-        return int(sum(p.get_value(borrow=True).size for p in self.params))
 
 
 TRAINER = TheanoTrainer
