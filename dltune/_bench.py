@@ -46,8 +46,12 @@ def interpreter_for(framework: str) -> str:
 
 
 def worker_extra_env(framework: str) -> dict[str, str]:
-    """Framework-specific start-up variables (Theano's flags, MXNet's engine)."""
-    env: dict[str, str] = {}
+    """Framework-specific start-up variables (Theano's flags, MXNet's engine).
+
+    The framework's name is one of them, so each framework gets workers of its own: a torch
+    run never shares a process (its resident memory, its thread pools) with TensorFlow.
+    """
+    env: dict[str, str] = {"DLTUNE_WORKER_FRAMEWORK": framework}
     if framework == "theano":
         from dltune.envs import theano_flags
 

@@ -41,8 +41,7 @@ class Workload:
     def meta_features(self) -> dict[str, Any]:
         """Data set meta-features and landmarks plus the model's size and cost."""
         features = dict(self.dataset.meta_features())
-        features["param_count"] = self.model.param_count
-        features["flops_per_sample"] = self.model.flops_per_sample
+        features.update(self.model.cost_features())
         return features
 
     def to_record(self) -> dict[str, Any]:

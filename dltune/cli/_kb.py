@@ -19,6 +19,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                        help="space-filling configurations per workload x framework (default: 24)")
     build.add_argument("--repeats", type=int, default=3,
                        help="configurations re-measured with another seed per pair (default: 3)")
+    build.add_argument("--fresh", type=int, default=3,
+                       help="configurations re-measured in a new worker process per pair, for "
+                            "the peak memory a training process needs (default: 3)")
     build.add_argument("--plan", action="store_true", help="print the planned runs and exit")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     build.set_defaults(func=run_build)
@@ -42,7 +45,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
     if args.plan:
-        plan = plan_suite(args.suite, frameworks, args.configs_per_pair, args.repeats)
+        plan = plan_suite(args.suite, frameworks, args.configs_per_pair, args.repeats, fresh=args.fresh)
         rows = [{"round": p.round, "kind": p.kind, "framework": p.config.framework,
                  "workload": p.workload.name, "optimizer": p.config.optimizer,
                  "lr": p.config.learning_rate, "batch": p.config.batch_size,
@@ -54,7 +57,7 @@ def run_build(args: argparse.Namespace) -> int:
             print(format_table(rows, [(k, k, ".4g" if k == "lr" else "") for k in rows[0]]))
         return 0
     result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
-                      args.repeats, progress=not args.json,
+                      args.repeats, fresh=args.fresh, progress=not args.json,
                       command="dltune " + " ".join(sys.argv[1:]))
     if args.json:
         print_json(result.to_dict())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import signal
 import sys
@@ -22,8 +23,9 @@ from dltune.measure._record import now_iso
 __all__ = ["BuildResult", "build_kb", "default_build_dir"]
 
 NOISE_NOTE = (
-    "Measured on a shared machine while other jobs (tests, builds) ran on the same cores: "
-    "training times carry that noise; repeats (kind 'repeat', another seed) show its size."
+    "Each entry's kb.load_1m is the machine's 1-minute load average when its run started: "
+    "training times measured under load carry that noise; repeats (kind 'repeat', another "
+    "seed) show its size."
 )
 
 
@@ -119,10 +121,15 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
             "rate (log range per optimizer), batch size 16..256, epochs 1..max_epochs and threads "
             "(1 thread pinned to 1 core = the 1-core hardware target, or all usable cores); the "
             "framework's default preset with epochs capped at the workload's max_epochs "
-            "(published defaults run 11-350 epochs); the first configurations repeated with seed 1. "
+            "(published defaults run 11-350 epochs); the first configurations repeated with seed 1, "
+            "and once more each in a new worker process (kind 'fresh': the peak memory a training "
+            "process needs; a reused worker's is the high-water mark of all its runs). "
             "Runs are dealt in rounds, cheapest first, so a budget-limited build covers every pair."
         ),
         "notes": NOISE_NOTE,
+        # Changes made to the records outside this command (e.g. runs removed to be measured
+        # again), written by whoever made them; kept across sessions.
+        "edits": old.get("edits", []),
     }
 
 
@@ -133,6 +140,7 @@ def build_kb(
     budget_hours: float | None = None,
     configs_per_pair: int = 24,
     repeats: int = 3,
+    fresh: int = 3,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     pool=None,
@@ -172,7 +180,7 @@ def build_kb(
                 )
             interpreter_for(name)
     folder = Path(out) if out is not None else default_build_dir(suite)
-    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, usable_cores()))
+    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, usable_cores()), fresh=fresh)
     budget_s = None if budget_hours is None else budget_hours * 3600.0
     command = command or " ".join(sys.argv)
     store = RecordStore(folder)
@@ -210,9 +218,17 @@ def build_kb(
                 if workload is None:
                     workload = _load(run.workload)
                     workloads[run.workload.name] = workload
-                record = _measure(workload, run, pool)
+                load_1m = os.getloadavg()[0]
+                if run.kind == "fresh":
+                    from dltune.runtime import WorkerPool
+
+                    with WorkerPool(max_workers=1) as fresh_pool:
+                        record = _measure(workload, run, fresh_pool)
+                else:
+                    record = _measure(workload, run, pool)
                 entry_kb = {"key": run.key, "suite": suite, "kind": run.kind, "round": run.round,
-                            "repeat": run.repeat, "suite_workload": run.workload.name}
+                            "repeat": run.repeat, "suite_workload": run.workload.name,
+                            "load_1m": round(load_1m, 2)}
                 store.append(record, entry_kb)
                 measured += 1
                 failed += 0 if record.ok else 1

@@ -5,7 +5,8 @@ covers every workload and framework: runs are dealt out in rounds (round ``r`` h
 ``r``-th configuration of every workload x framework pair), cheapest workloads first within a
 round. The configurations of a pair are a scrambled Sobol sequence, whose every prefix is
 space-filling, plus the framework's own default preset (epochs capped for the budget; dealt in
-round ``PRESET_ROUND``), plus a few repeats (another seed) to measure the noise.
+round ``PRESET_ROUND``), plus a few repeats (another seed) to measure the noise, plus a few
+runs in a fresh worker process to measure the peak memory a training process needs.
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ SUITES: dict[str, list[SuiteWorkload]] = {
         _syn("mlp", 20000, 8, 1, 10, 0.5, max_epochs=4),
         _syn("lenet", 3000, 32, 1, 2, 0.9, max_epochs=4),
         _syn("cifar_quick", 3000, 16, 3, 8, 0.6, max_epochs=4),
+        # Added for the second build: more sizes per model, so that leaving one workload out
+        # still leaves two or more of its model to learn from.
+        _syn("lenet", 4000, 12, 1, 4, 0.4, max_epochs=4),
+        _syn("mlp", 10000, 32, 3, 10, 0.7, max_epochs=4),
+        _syn("cifar_quick", 1500, 24, 3, 6, 0.5, max_epochs=4),
+        _syn("lenet", 600, 24, 3, 3, 0.2, max_epochs=5),
     ],
     # A few seconds in all: what the tests build for real.
     "tiny": [
@@ -87,7 +94,7 @@ class PlannedRun:
     workload: SuiteWorkload
     config: TrainConfig
     repeat: int
-    kind: str  # "space-filling", "preset" or "repeat"
+    kind: str  # "space-filling", "preset", "repeat" or "fresh" (in a new worker process)
     round: int
     est_cost: float
 
@@ -160,11 +167,13 @@ def plan_suite(
     repeats: int = 3,
     max_threads: int = 2,
     seed: int = 0,
+    fresh: int = 3,
 ) -> list[PlannedRun]:
     """Every run of ``suite`` in build order (see the module docstring)."""
     check_choice("suite", suite, sorted(SUITES))
     check_int("configs_per_pair", configs_per_pair, 1, 4096)
     check_int("repeats", repeats, 0, 64)
+    check_int("fresh", fresh, 0, 64)
     check_int("max_threads", max_threads, 1, 4096)
     frameworks = list(frameworks or ["torch", "tensorflow"])
     workloads = SUITES[suite]
@@ -184,6 +193,12 @@ def plan_suite(
             # Repeats of the first configurations (another seed) come last: they show the noise.
             for config, _, _ in runs[:repeats]:
                 runs.append((config.replace(seed=1), 1, "repeat"))
+            # The same configurations once more, each in a new worker process: peak memory of a
+            # warm worker is the high-water mark of every run before it; of a fresh one, what
+            # a user's own training process needs (the memory surrogate learns from these).
+            for config, _, kind in runs[:fresh]:
+                if kind == "space-filling":
+                    runs.append((config, 2, "fresh"))
             per_pair[(w_index, framework)] = runs
     plan: list[PlannedRun] = []
     rounds = max(len(v) for v in per_pair.values())

@@ -229,6 +229,18 @@ class ModelSpec:
         shapes = self.shapes()
         return int(sum(layer.flops(shape) for layer, shape in zip(self.layers, shapes[:-1], strict=True)))
 
+    @property
+    def activations_per_sample(self) -> int:
+        """Output elements of every layer for one sample: what memory-bound work scales with
+        (activations, pooling, copies), where the FLOPs count only multiply-adds."""
+        return int(sum(int(np.prod(s)) for s in self.shapes()[1:]))
+
+    def cost_features(self) -> dict[str, Any]:
+        """Name, size and cost of the model as the surrogates see it (``Workload.meta_features``)."""
+        return {"model": self.name, "param_count": self.param_count,
+                "flops_per_sample": self.flops_per_sample,
+                "layers": len(self.layers), "activations_per_sample": self.activations_per_sample}
+
     def init_params(self, seed: int) -> list[np.ndarray]:
         """Initial weights, identical for every backend: Glorot-uniform weights, zero biases."""
         rng = np.random.default_rng([int(seed), 7919])

@@ -68,6 +68,7 @@ class Recommendation:
     n_candidates: int
     kb_records: int
     constraints: dict[str, float] = field(default_factory=dict)
+    interval_notes: list[str] = field(default_factory=list)
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -82,7 +83,7 @@ class Recommendation:
             "objective": self.objective, "constraints": self.constraints,
             "alternatives": [c.to_dict() for c in self.alternatives],
             "reason": self.reason, "out_of_distribution": self.out_of_distribution,
-            "ood_reasons": self.ood_reasons,
+            "ood_reasons": self.ood_reasons, "interval_notes": self.interval_notes,
             "nearest_workloads": [list(n) for n in self.nearest_workloads],
             "hardware_target": self.hardware_target, "n_candidates": self.n_candidates,
             "kb_records": self.kb_records,
@@ -104,6 +105,8 @@ class Recommendation:
         ]
         if self.out_of_distribution:
             lines.append("  OUT OF DISTRIBUTION: " + "; ".join(self.ood_reasons))
+        if self.interval_notes:
+            lines.append("  " + "; ".join(self.interval_notes))
         for alt in self.alternatives:
             d = describe(alt.config)
             lines.append(
@@ -169,15 +172,13 @@ def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any,
         if meta is not None:
             spec = build_model(model or "lenet", (int(meta["channels"]), int(meta["height"]),
                                                   int(meta["width"])), int(meta["num_classes"]))
-            meta["param_count"] = spec.param_count
-            meta["flops_per_sample"] = spec.flops_per_sample
+            meta.update(spec.cost_features())
             return workload, spec, meta
     wl = as_workload(workload, model)
     meta = perf.workload_meta(wl.dataset.fingerprint())
     if meta is None:
         meta = wl.meta_features()
-    meta["param_count"] = wl.model.param_count
-    meta["flops_per_sample"] = wl.model.flops_per_sample
+    meta.update(wl.model.cost_features())
     return wl.dataset.name, wl.model, meta
 
 
@@ -269,6 +270,8 @@ def recommend(
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
         _predictions[memo_key] = (perf, configs, pred)
+    # Out of distribution, the intervals are widened, never left at the knowledge base's width.
+    pred, interval_notes = perf.widen(pred, meta, hw_dict)
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
     if "max_train_time" in limits:
@@ -307,7 +310,7 @@ def recommend(
         objective=objective, alternatives=alternatives, reason=reason,
         out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
         hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
-        constraints=limits,
+        constraints=limits, interval_notes=interval_notes,
     )
 
 

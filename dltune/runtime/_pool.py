@@ -210,7 +210,7 @@ def default_pool() -> WorkerPool:
     """The process-wide pool, closed at interpreter exit."""
     global _default
     if _default is None:
-        _default = WorkerPool()
+        _default = WorkerPool(max_workers=4)
         atexit.register(_default.close)
     return _default
 

@@ -20,7 +20,8 @@ from dltune._errors import NotFittedError, ParameterError
 from dltune._validation import check_bool, check_float, check_int
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 
-__all__ = ["AccuracySurrogate", "MemorySurrogate", "QuantileGBMRegressor", "TrainTimeSurrogate"]
+__all__ = ["AccuracySurrogate", "COST_INPUTS", "COST_TERMS", "MemorySurrogate", "QuantileGBMRegressor",
+           "TrainTimeSurrogate", "cost_terms"]
 
 
 class QuantileGBMRegressor:
@@ -32,12 +33,14 @@ class QuantileGBMRegressor:
             passed to scikit-learn's ``HistGradientBoostingRegressor``.
         calibrate: widen the quantile band by conformal calibration on ``cv`` folds.
         random_state: seed of the folds and the trees.
+        tree_columns: the columns of ``X`` the trees split on (default: all); target
+            transforms of subclasses may still read the others.
     """
 
     def __init__(self, coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
-                 random_state: int = 0) -> None:
+                 random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -47,6 +50,10 @@ class QuantileGBMRegressor:
         self.calibrate = calibrate
         self.cv = cv
         self.random_state = random_state
+        self.tree_columns = tree_columns
+
+    def _trees_X(self, X: np.ndarray) -> np.ndarray:
+        return X if self.tree_columns is None else X[:, list(self.tree_columns)]
 
     # Target transforms: subclasses learn in another space (log seconds, ...).
     def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -59,7 +66,7 @@ class QuantileGBMRegressor:
         return {k: getattr(self, k) for k in ("coverage", "max_iter", "learning_rate",
                                               "max_leaf_nodes", "min_samples_leaf",
                                               "l2_regularization", "calibrate", "cv",
-                                              "random_state")}
+                                              "random_state", "tree_columns")}
 
     def _check_params(self) -> None:
         check_float("coverage", self.coverage, 0.0, 1.0, low_open=True, high_open=True)
@@ -88,7 +95,9 @@ class QuantileGBMRegressor:
         return (compile_hist_gbm(self._gbm("quantile", low_q).fit(X, t)),
                 compile_hist_gbm(self._gbm("quantile", high_q).fit(X, t)))
 
-    def fit(self, X: Any, y: Any) -> QuantileGBMRegressor:
+    def fit(self, X: Any, y: Any, groups: Any = None) -> QuantileGBMRegressor:
+        """Fit; with ``groups`` (one label per row, e.g. the workload) the conformal folds hold
+        out whole groups, so the interval is calibrated for a group the model has not seen."""
         self._check_params()
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).ravel()
@@ -99,30 +108,51 @@ class QuantileGBMRegressor:
             )
         if len(y) < 2:
             raise ParameterError(f"The 'y' parameter must hold at least 2 values. Got {len(y)} instead.")
+        if groups is not None:
+            groups = np.asarray(groups).ravel()
+            if len(groups) != len(y):
+                raise ParameterError(
+                    f"The 'groups' parameter must hold one label per row ({len(y)}). "
+                    f"Got {len(groups)} instead."
+                )
         t = self._to_target(X, y)
         ok = np.isfinite(t)
-        X, t = X[ok], t[ok]
+        n_features = X.shape[1]
+        X, y, t = X[ok], y[ok], t[ok]
+        groups = groups[ok] if groups is not None else None
         from threadpoolctl import threadpool_limits
 
         # One OpenMP thread: on small data, more threads spin and run many times slower.
         with threadpool_limits(1):
-            self.point_ = compile_hist_gbm(self._gbm("squared_error").fit(X, t))
-            self.low_, self.high_ = self._fit_band(X, t)
+            self.point_ = compile_hist_gbm(self._gbm("squared_error").fit(self._trees_X(X), t))
+            self.low_, self.high_ = self._fit_band(self._trees_X(X), t)
             self.widen_ = 0.0
             if self.calibrate and len(t) >= 2 * self.cv:
-                self.widen_ = self._conformal_margin(X, t)
-        self.n_features_in_ = X.shape[1]
+                self.widen_ = self._conformal_margin(X, y, t, groups)
+        self.n_features_in_ = n_features
         self.n_samples_fit_ = len(t)
         return self
 
-    def _conformal_margin(self, X: np.ndarray, t: np.ndarray) -> float:
+    def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
+        """Targets of every row as a model fitted on ``train`` only would see them (a target
+        transform with fitted parts refits those)."""
+        return t
+
+    def _conformal_margin(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, groups) -> float:
         rng = np.random.default_rng(self.random_state)
-        folds = np.array_split(rng.permutation(len(t)), self.cv)
+        if groups is not None and len(np.unique(groups)) >= self.cv:
+            labels = np.unique(groups)
+            held_labels = np.array_split(rng.permutation(labels), self.cv)
+            folds = [np.flatnonzero(np.isin(groups, h)) for h in held_labels]
+        else:
+            folds = np.array_split(rng.permutation(len(t)), self.cv)
         scores = np.empty(len(t))
         for held in folds:
             train = np.setdiff1d(np.arange(len(t)), held)
-            low, high = self._fit_band(X[train], t[train])
-            scores[held] = np.maximum(low.predict(X[held]) - t[held], t[held] - high.predict(X[held]))
+            tf = self._fold_targets(X, y, t, train)
+            low, high = self._fit_band(self._trees_X(X[train]), tf[train])
+            Xh = self._trees_X(X[held])
+            scores[held] = np.maximum(low.predict(Xh) - tf[held], tf[held] - high.predict(Xh))
         level = min(1.0, math.ceil((len(t) + 1) * self.coverage) / len(t))
         return max(0.0, float(np.quantile(scores, level)))
 
@@ -142,14 +172,18 @@ class QuantileGBMRegressor:
     def predict_target(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point, low and high in the learned (transformed) target space."""
         X = self._check_fitted(X)
-        point = self.point_.predict(X)
+        point = self._point_target(X)
+        X = self._trees_X(X)
         low = np.minimum(self.low_.predict(X) - self.widen_, point)
         high = np.maximum(self.high_.predict(X) + self.widen_, point)
         return point, low, high
 
+    def _point_target(self, X: np.ndarray) -> np.ndarray:
+        return self.point_.predict(self._trees_X(X))
+
     def predict(self, X: Any) -> np.ndarray:
         X = self._check_fitted(X)
-        return self._from_target(X, self.point_.predict(X))
+        return self._from_target(X, self._point_target(X))
 
     def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the calibrated interval ``(point, low, high)``."""
@@ -174,10 +208,71 @@ class QuantileGBMRegressor:
 
 
 class AccuracySurrogate(QuantileGBMRegressor):
-    """Test accuracy in [0, 1]."""
+    """Test accuracy in [0, 1], learned relative to what the workload allows.
+
+    With ``reference_columns`` (cheap landmark accuracies, e.g. logistic regression and 1-NN on
+    a subsample; the best is the reference) the trees learn the log ratio of a configuration's
+    error rate to the reference's, ``log((1 - accuracy + d) / (1 - reference + d))``, with ``d``
+    half a test sample (``n_test_column``: log test-set size) so that a perfect score stays
+    finite. Workloads differ mostly in the reference, configurations in the ratio, so the ratio
+    is what transfers to a workload the knowledge base has not measured; and the log resolves
+    the top, where recommendations are made: 99.5 % and 99.9 % differ by a factor of 5 in
+    error, not by 0.4 points, and predictions never pile up at 100 %. With ``classes_column``
+    (log number of classes) no prediction falls below chance: a ratio learnt from a diverged
+    run on an easy workload (100x the reference's error) means "guessing" on a hard one, not
+    a negative accuracy. Without reference columns the trees learn the accuracy itself.
+    """
+
+    def __init__(self, reference_columns: tuple[int, ...] = (), n_test_column: int | None = None,
+                 classes_column: int | None = None,
+                 coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
+                 max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
+                 l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
+                 random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
+        super().__init__(coverage, max_iter, learning_rate, max_leaf_nodes, min_samples_leaf,
+                         l2_regularization, calibrate, cv, random_state, tree_columns)
+        self.reference_columns = reference_columns
+        self.n_test_column = n_test_column
+        self.classes_column = classes_column
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {"reference_columns": tuple(self.reference_columns),
+                "n_test_column": self.n_test_column, "classes_column": self.classes_column,
+                **super().get_params(deep)}
+
+    def _chance(self, X: np.ndarray) -> np.ndarray:
+        if self.classes_column is None:
+            return np.zeros(len(X))
+        with np.errstate(over="ignore", invalid="ignore"):
+            chance = 1.0 / np.exp(X[:, self.classes_column])
+        return np.where(np.isfinite(chance), chance, 0.0)
+
+    def _scale(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the smoothing ``d`` and the reference's smoothed error ``1 - reference + d``."""
+        d = np.full(len(X), 0.005)
+        if self.n_test_column is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                half = 0.5 / np.exp(X[:, self.n_test_column])
+            d = np.where(np.isfinite(half) & (half > 0), half, d)
+        reference = np.zeros(len(X))
+        if len(self.reference_columns):
+            with np.errstate(invalid="ignore"):
+                best = np.nanmax(X[:, list(self.reference_columns)], axis=1) if X.size else reference
+            reference = np.where(np.isfinite(best), np.clip(best, 0.0, 1.0), 0.0)
+        return d, 1.0 - reference + d
+
+    def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if not len(self.reference_columns):
+            return y
+        d, scale = self._scale(X)
+        return np.log((1.0 - np.clip(y, 0.0, 1.0) + d) / scale)
 
     def _from_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return np.clip(t, 0.0, 1.0)
+        if not len(self.reference_columns):
+            return np.clip(t, 0.0, 1.0)
+        d, scale = self._scale(X)
+        with np.errstate(over="ignore"):
+            return np.clip(1.0 + d - scale * np.exp(t), self._chance(X), 1.0)
 
 
 class MemorySurrogate(QuantileGBMRegressor):
@@ -191,96 +286,178 @@ class MemorySurrogate(QuantileGBMRegressor):
         return np.exp(t)
 
 
-class TrainTimeSurrogate(QuantileGBMRegressor):
-    """Training seconds = work / throughput; the log throughput is what is learned.
+# What ``TrainTimeSurrogate.cost_columns`` must point at, in this order.
+COST_INPUTS = ("epochs", "log_batches_per_epoch", "log_n_train", "log_param_count",
+               "log_flops_per_sample", "log_input_size", "threads", "log_layers",
+               "log_activations_per_sample", "is_momentum", "is_adam")
+# The cost terms, in seconds per unit; each gets a non-negative coefficient per group.
+COST_TERMS = ("run", "epoch", "step", "step_x_params", "step_x_layers",
+              "momentum_step", "momentum_step_x_params", "adam_step", "adam_step_x_params",
+              "sample_x_inputs", "sample_x_activations",
+              "sample_x_dense_flops", "sample_x_dense_flops_per_thread",
+              "sample_x_conv_flops", "sample_x_conv_flops_per_thread")
 
-    ``X[:, work_column]`` must hold ``log(epochs x samples x FLOPs per sample)``. The log
-    throughput is first modelled by a ridge regression on ``linear_columns`` (e.g. log work,
-    log steps, log batch size, threads), each also crossed with the indicator ``group_columns``
-    (e.g. one-hot frameworks) — a power law per framework that extrapolates to unseen sizes —
-    and the trees then learn what that leaves (the residual), with the interval around it.
-    With no ``linear_columns`` the trees learn the log throughput alone.
+
+def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
+    """The additive cost terms of training (see :class:`TrainTimeSurrogate`), one row per row of X.
+
+    Dense FLOPs are taken as twice the parameters (each weight is one multiply-add per sample),
+    the remainder of the forward FLOPs as convolution FLOPs, which reuse each weight many times.
+    """
+    (epochs, log_batches, log_n, log_params, log_flops, log_inputs, threads, log_layers, log_act,
+     momentum, adam) = (np.nan_to_num(X[:, c]) if i >= 9 else X[:, c] for i, c in enumerate(cost_columns))
+    with np.errstate(over="ignore", invalid="ignore"):
+        steps = epochs * np.ceil(np.exp(log_batches) - 1e-9)
+        samples = epochs * np.exp(log_n)
+        params, flops = np.exp(log_params), np.exp(log_flops)
+        dense = np.minimum(flops, 2.0 * params)
+        conv = np.maximum(flops - 2.0 * params, 0.0)
+        threads = np.where(np.isfinite(threads) & (threads >= 1), threads, 1.0)
+        terms = np.column_stack([
+            np.ones(len(X)), epochs, steps, steps * params, steps * np.exp(log_layers),
+            steps * momentum, steps * params * momentum, steps * adam, steps * params * adam,
+            samples * np.exp(log_inputs), samples * np.exp(log_act),
+            samples * dense, samples * dense / threads, samples * conv, samples * conv / threads,
+        ])
+    return np.nan_to_num(terms, nan=0.0, posinf=0.0)
+
+
+class TrainTimeSurrogate(QuantileGBMRegressor):
+    """Training seconds as a sum of costs, with trees on what that leaves and the interval.
+
+    With ``cost_columns`` (the columns named in :data:`COST_INPUTS`) the time is modelled as
+
+        seconds = run + epoch x epochs
+                  + steps x (step + parameters x p + layers x l + optimizer's extra per step
+                             and per parameter: momentum buffers, Adam's two moments)
+                  + samples x (inputs x a + activations x m + dense FLOPs x (b + c / threads)
+                               + convolution FLOPs x (d + e / threads))
+
+    with non-negative coefficients per group (``group_columns``: one-hot frameworks; and, where
+    ``subgroup_columns`` are given and a row has one, per subgroup: framework x model), fitted
+    by non-negative least squares on relative errors: a warm-up per run (graph tracing), a
+    per-epoch and a per-step overhead (Python dispatch, per-layer kernel launches, optimizer
+    updates over all weights), data movement (inputs, every layer's activations), and
+    compute at a learned throughput split into a serial and a parallel
+    share (Amdahl's law), so it extrapolates to larger workloads and other thread counts in a
+    way a tree cannot. Quantile trees on the log ratio of measured to modelled time give the
+    interval; the point prediction is the cost model's own unless ``correct_point``, where a
+    squared-error tree ensemble on that log ratio corrects it (on the shipped knowledge base
+    the correction made leave-one-workload-out errors larger: the trees learn the measured
+    workloads, not what carries over).
+
+    Without ``cost_columns`` the trees learn the log throughput ``log(work) - log(seconds)``
+    alone, ``X[:, work_column]`` holding ``log(epochs x samples x FLOPs per sample)``.
     """
 
-    def __init__(self, work_column: int = -1, linear_columns: tuple[int, ...] = (),
-                 group_columns: tuple[int, ...] = (), ridge_alpha: float = 0.1,
-                 coverage: float = 0.8, max_iter: int = 30, learning_rate: float = 0.08,
-                 max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
+    def __init__(self, work_column: int = -1, cost_columns: tuple[int, ...] = (),
+                 group_columns: tuple[int, ...] = (), subgroup_columns: tuple[int, ...] = (),
+                 correct_point: bool = False,
+                 coverage: float = 0.8, max_iter: int = 30,
+                 learning_rate: float = 0.08, max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
-                 random_state: int = 0) -> None:
+                 random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
         super().__init__(coverage, max_iter, learning_rate, max_leaf_nodes, min_samples_leaf,
-                         l2_regularization, calibrate, cv, random_state)
+                         l2_regularization, calibrate, cv, random_state, tree_columns)
         self.work_column = work_column
-        self.linear_columns = linear_columns
+        self.cost_columns = cost_columns
         self.group_columns = group_columns
-        self.ridge_alpha = ridge_alpha
+        self.subgroup_columns = subgroup_columns
+        self.correct_point = correct_point
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"work_column": self.work_column, "linear_columns": tuple(self.linear_columns),
-                "group_columns": tuple(self.group_columns), "ridge_alpha": self.ridge_alpha,
+        return {"work_column": self.work_column, "cost_columns": tuple(self.cost_columns),
+                "group_columns": tuple(self.group_columns),
+                "subgroup_columns": tuple(self.subgroup_columns), "correct_point": self.correct_point,
                 **super().get_params(deep)}
 
-    def _design(self, X: np.ndarray) -> np.ndarray:
-        # Outside the measured range the throughput is held at its edge (time still grows with
-        # the work column): a power law fitted on 1-2 threads must not be extrapolated to 72.
-        base = np.clip(X[:, list(self.linear_columns)], self.lin_low_, self.lin_high_)
-        parts = [base]
-        for g in self.group_columns:
-            parts += [X[:, [g]], X[:, [g]] * base]
-        return np.nan_to_num(np.hstack(parts))
-
-    def _linear(self, X: np.ndarray) -> np.ndarray:
-        if not len(self.linear_columns):
+    def _point_target(self, X: np.ndarray) -> np.ndarray:
+        if len(self.cost_columns) and not self.correct_point:
             return np.zeros(len(X))
-        return (self._design(X) - self.lin_mean_) / self.lin_scale_ @ self.lin_coef_ + self.lin_intercept_
+        return super()._point_target(X)
 
-    def fit(self, X: Any, y: Any) -> TrainTimeSurrogate:
-        check_float("ridge_alpha", self.ridge_alpha, 0.0, None)
+    @staticmethod
+    def _crossed(terms: np.ndarray, X: np.ndarray, groups: tuple[int, ...]) -> np.ndarray:
+        if not len(groups):
+            return terms
+        return np.hstack([terms * np.nan_to_num(X[:, [g]]) for g in groups])
+
+    @staticmethod
+    def _nnls(D: np.ndarray, y: np.ndarray) -> np.ndarray:
+        from scipy.optimize import nnls
+
+        # Relative errors: each row divided by its measured time, columns scaled to [0, 1].
+        A = D / y[:, None]
+        scale = A.max(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        coef, _ = nnls(A / scale, np.ones(len(y)), maxiter=50 * A.shape[1])
+        return coef / scale
+
+    def _modelled(self, X: np.ndarray) -> np.ndarray:
+        """Seconds from the cost model alone (1 where there is none)."""
+        if not len(self.cost_columns):
+            return np.ones(len(X))
+        terms = cost_terms(X, tuple(self.cost_columns))
+        out = self._crossed(terms, X, tuple(self.group_columns)) @ self.cost_coef_
+        if len(self.subgroup_columns):
+            # Framework x model where the fit saw that pair; the framework's costs otherwise.
+            known = np.nan_to_num(X[:, list(self.subgroup_columns)]).sum(axis=1) > 0
+            fine = self._crossed(terms, X, tuple(self.subgroup_columns)) @ self.sub_coef_
+            out = np.where(known, fine, out)
+        # A group the fit never saw has no costs: a tiny floor keeps the log finite.
+        return np.maximum(out, 1e-6)
+
+    def _fit_costs(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ok = np.isfinite(y) & (y > 0)
+        terms = cost_terms(X[ok], tuple(self.cost_columns))
+        coef = self._nnls(self._crossed(terms, X[ok], tuple(self.group_columns)), y[ok])
+        sub = np.zeros(0)
+        if len(self.subgroup_columns):
+            sub = self._nnls(self._crossed(terms, X[ok], tuple(self.subgroup_columns)), y[ok])
+        return coef, sub
+
+    def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
+        if not len(self.cost_columns):
+            return t
+        kept = self.cost_coef_, self.sub_coef_
+        try:
+            self.cost_coef_, self.sub_coef_ = self._fit_costs(X[train], y[train])
+            return self._to_target(X, y)
+        finally:
+            self.cost_coef_, self.sub_coef_ = kept
+
+    def fit(self, X: Any, y: Any, groups: Any = None) -> TrainTimeSurrogate:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).ravel()
-        width = len(self.linear_columns) * (1 + len(self.group_columns)) + len(self.group_columns)
-        self.lin_mean_, self.lin_scale_ = np.zeros(width), np.ones(width)
-        self.lin_coef_, self.lin_intercept_ = np.zeros(width), 0.0
-        self.lin_low_ = np.full(len(self.linear_columns), -np.inf)
-        self.lin_high_ = np.full(len(self.linear_columns), np.inf)
-        if len(self.linear_columns) and X.ndim == 2 and len(X) == len(y):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = X[:, self.work_column] - np.log(y)
-            ok = np.isfinite(t)
-            base = X[ok][:, list(self.linear_columns)]
-            self.lin_low_, self.lin_high_ = np.nanmin(base, axis=0), np.nanmax(base, axis=0)
-            D = self._design(X[ok])
-            self.lin_mean_ = D.mean(axis=0)
-            spread = D.std(axis=0)
-            self.lin_scale_ = np.where(spread > 1e-12, spread, 1.0)
-            Z = (D - self.lin_mean_) / self.lin_scale_
-            self.lin_intercept_ = float(t[ok].mean())
-            # Ridge in closed form on standardized columns: (Z'Z + aI) w = Z'(t - mean).
-            gram = Z.T @ Z + self.ridge_alpha * np.eye(Z.shape[1])
-            self.lin_coef_ = np.linalg.solve(gram, Z.T @ (t[ok] - self.lin_intercept_))
-        return super().fit(X, y)
+        if len(self.cost_columns) not in (0, len(COST_INPUTS)):
+            raise ParameterError(
+                f"The 'cost_columns' parameter must name {len(COST_INPUTS)} columns "
+                f"({', '.join(COST_INPUTS)}) or none. Got {len(self.cost_columns)} instead."
+            )
+        self.cost_coef_ = self.sub_coef_ = np.zeros(0)
+        if len(self.cost_columns) and X.ndim == 2 and len(X) == len(y):
+            self.cost_coef_, self.sub_coef_ = self._fit_costs(X, y)
+        return super().fit(X, y, groups)
 
     def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return X[:, self.work_column] - np.log(y) - self._linear(X)
+            if not len(self.cost_columns):
+                return X[:, self.work_column] - np.log(y)
+            return np.log(y) - np.log(self._modelled(X))
 
     def _from_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return np.exp(X[:, self.work_column] - t - self._linear(X))
+        if not len(self.cost_columns):
+            return np.exp(X[:, self.work_column] - t)
+        return self._modelled(X) * np.exp(t)
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         arrays = super().to_arrays(prefix)
-        arrays.update({f"{prefix}lin_mean": self.lin_mean_, f"{prefix}lin_scale": self.lin_scale_,
-                       f"{prefix}lin_coef": self.lin_coef_,
-                       f"{prefix}lin_low": self.lin_low_, f"{prefix}lin_high": self.lin_high_,
-                       f"{prefix}lin_intercept": np.array([self.lin_intercept_])})
+        arrays[f"{prefix}cost_coef"] = self.cost_coef_
+        arrays[f"{prefix}sub_coef"] = self.sub_coef_
         return arrays
 
     def load_arrays(self, arrays, prefix: str) -> TrainTimeSurrogate:
         super().load_arrays(arrays, prefix)
-        self.lin_mean_ = np.asarray(arrays[f"{prefix}lin_mean"], dtype=np.float64)
-        self.lin_scale_ = np.asarray(arrays[f"{prefix}lin_scale"], dtype=np.float64)
-        self.lin_coef_ = np.asarray(arrays[f"{prefix}lin_coef"], dtype=np.float64)
-        self.lin_low_ = np.asarray(arrays[f"{prefix}lin_low"], dtype=np.float64)
-        self.lin_high_ = np.asarray(arrays[f"{prefix}lin_high"], dtype=np.float64)
-        self.lin_intercept_ = float(arrays[f"{prefix}lin_intercept"][0])
+        self.cost_coef_ = np.asarray(arrays[f"{prefix}cost_coef"], dtype=np.float64)
+        self.sub_coef_ = np.asarray(arrays[f"{prefix}sub_coef"], dtype=np.float64)
         return self

@@ -9,6 +9,8 @@ are learned at ``fit``.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +42,8 @@ WORKLOAD_FEATURES: tuple[tuple[str, str, bool], ...] = (
     ("landmark_1nn", "landmark_1nn", False),
     ("log_param_count", "param_count", True),
     ("log_flops_per_sample", "flops_per_sample", True),
+    ("log_layers", "layers", True),
+    ("log_activations_per_sample", "activations_per_sample", True),
 )
 HARDWARE_FEATURES: tuple[str, ...] = (
     "usable_cores", "log_logical_cores", "log_memory_gb", "avx2", "avx512f", "gpus",
@@ -64,8 +68,24 @@ def _log(value: Any) -> float:
 def record_row(record: Any) -> dict[str, Any]:
     """A measurement record (a :class:`Measurement` or its dict) as a feature row."""
     data = record if isinstance(record, dict) else record.to_dict()
-    return {"meta": data["workload"].get("meta", {}), "hardware": data.get("hardware", {}),
-            "config": data["config"]}
+    workload = data["workload"]
+    meta = workload.get("meta", {})
+    if "activations_per_sample" not in meta and workload.get("model_spec"):
+        # Records written before these were meta-features: the model spec they keep has them.
+        meta = dict(meta, **_model_costs(json.dumps(workload["model_spec"], sort_keys=True)))
+    if "model" not in meta and workload.get("model"):
+        meta = dict(meta, model=workload["model"])
+    return {"meta": meta, "hardware": data.get("hardware", {}), "config": data["config"]}
+
+
+@functools.lru_cache(maxsize=256)
+def _model_costs(spec_json: str) -> dict[str, int]:
+    from dltune.models import ModelSpec
+
+    try:
+        return ModelSpec.from_dict(json.loads(spec_json)).cost_features()
+    except Exception:  # noqa: BLE001 - a spec this version cannot read: the features stay unknown
+        return {}
 
 
 def total_work(row: dict[str, Any]) -> float:
@@ -110,6 +130,9 @@ class FeatureEncoder:
 
     def fit(self, rows: Sequence[dict[str, Any]]) -> FeatureEncoder:
         self.frameworks_ = sorted({r["config"]["framework"] for r in rows})
+        # Framework x model preset: the training-time cost model's finest groups.
+        self.framework_models_ = sorted({(r["config"]["framework"], str(r["meta"].get("model")))
+                                         for r in rows if r.get("meta", {}).get("model")})
         self.feature_names_ = (
             [n for n, _, _ in WORKLOAD_FEATURES]
             + list(HARDWARE_FEATURES)
@@ -119,6 +142,7 @@ class FeatureEncoder:
             + [f"opt_{o}" for o in _OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
             + [f"fw_{f}" for f in self.frameworks_]
+            + [f"fwm_{f}|{m}" for f, m in self.framework_models_]
             + ["log_work"]
         )
         return self
@@ -154,15 +178,19 @@ class FeatureEncoder:
             config_part += [float(optimizer == o) for o in _OPTIMIZERS]
             config_part += [float(cfg.get("lr_schedule", "constant") == s) for s in _SCHEDULES]
             config_part += [float(cfg["framework"] == f) for f in self.frameworks_]
+            config_part += [float(cfg["framework"] == f and meta.get("model") == m)
+                            for f, m in self.framework_models_]
             out[i] = np.concatenate([seen[id(meta)], seen[id(hw)], config_part, [_log(total_work(row))]])
         return out
 
     def to_state(self) -> dict[str, Any]:
-        return {"frameworks": self.frameworks_, "feature_names": self.feature_names_}
+        return {"frameworks": self.frameworks_, "feature_names": self.feature_names_,
+                "framework_models": [list(p) for p in self.framework_models_]}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> FeatureEncoder:
         enc = cls()
         enc.frameworks_ = list(state["frameworks"])
+        enc.framework_models_ = [tuple(p) for p in state.get("framework_models", [])]
         enc.feature_names_ = list(state["feature_names"])
         return enc

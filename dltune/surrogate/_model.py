@@ -14,6 +14,7 @@ import numpy as np
 from dltune._errors import NotFittedError, ParameterError
 from dltune.surrogate._estimators import AccuracySurrogate, MemorySurrogate, TrainTimeSurrogate
 from dltune.surrogate._features import (
+    HARDWARE_FEATURES,
     WORKLOAD_FEATURES,
     FeatureEncoder,
     hardware_vector,
@@ -23,13 +24,22 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "usable_records"]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
-# Columns of the per-framework power law of training throughput (see TrainTimeSurrogate).
-_TIME_LINEAR = ("log_work", "log_steps", "log_epochs", "log_flops_per_sample", "log2_batch",
-                "intra_threads")
+# The encoder's columns for the cost model's inputs (TrainTimeSurrogate, COST_INPUTS order).
+_TIME_COST = ("epochs", "log_steps", "log_n_train", "log_param_count", "log_flops_per_sample",
+              "log_input_size", "intra_threads", "log_layers", "log_activations_per_sample",
+              "opt_momentum", "opt_adam")
+# Speed-only columns the accuracy trees do not see (with the hardware and framework columns).
+_NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work")
+# Fresh-process records needed before the memory surrogate learns from them alone.
+MIN_FRESH_RECORDS = 20
+# How much wider the training-time interval gets each way per way the hardware differs from
+# every measured machine, and the memory interval when it does (see PerformanceModel.widen).
+HARDWARE_TIME_FACTOR = 3.0
+HARDWARE_MEMORY_FACTOR = 1.5
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -75,20 +85,38 @@ def display_name(workload: dict[str, Any]) -> str:
     return f"{name}-{workload.get('model', '?')}"
 
 
+def _epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    ran = (data.get("metrics") or {}).get("epochs_run")
+    if ran and ran != row["config"].get("epochs"):
+        return dict(row, config=dict(row["config"], epochs=ran))
+    return row
+
+
+def _stretch(pred: dict[str, np.ndarray], key: str, factor: float, log_space: bool) -> None:
+    """Multiply the distances from ``pred[key]`` to its interval ends by ``factor``."""
+    point, low, high = pred[key], pred[f"{key}_low"], pred[f"{key}_high"]
+    if log_space:
+        point, low, high = np.log(point), np.log(low), np.log(high)
+    low, high = point - factor * (point - low), point + factor * (high - point)
+    if log_space:
+        low, high = np.exp(low), np.exp(high)
+    pred[f"{key}_low"], pred[f"{key}_high"] = low, high
+
+
 class PerformanceModel:
     """Predicts test accuracy, training seconds and peak MB, each with an interval.
 
     Args:
         coverage: target coverage of the intervals.
         max_iter: boosting iterations of the accuracy and memory tree ensembles.
-        time_residual_iter: boosting iterations of the trees on the training-time residual
-            (leave-one-workload-out validation of the shipped knowledge base found more
-            iterations overfit at its size; the quantile trees still give the interval).
+        time_residual_iter: boosting iterations of the quantile trees on the log ratio of
+            measured to modelled training time, which give its interval (the point is the
+            cost model's own; see TrainTimeSurrogate).
         calibrate: conformal calibration of the intervals (costs ``cv`` extra fits each).
         random_state: seed.
     """
 
-    def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 1,
+    def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 30,
                  calibrate: bool = True, random_state: int = 0) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
@@ -99,11 +127,22 @@ class PerformanceModel:
     def _estimators(self, encoder: FeatureEncoder):
         kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
         names = encoder.feature_names_
-        linear = tuple(names.index(n) for n in _TIME_LINEAR)
+        cost = tuple(names.index(n) for n in _TIME_COST)
         groups = tuple(i for i, n in enumerate(names) if n.startswith("fw_"))
-        return (AccuracySurrogate(max_iter=self.max_iter, **kw),
-                TrainTimeSurrogate(work_column=encoder.work_column, linear_columns=linear,
-                                   group_columns=groups, max_iter=self.time_residual_iter, **kw),
+        subgroups = tuple(i for i, n in enumerate(names) if n.startswith("fwm_"))
+        # Accuracy: every framework trains the same model with the same semantics, and the
+        # hardware and threads change speed, not results, so the trees pool them all.
+        not_accuracy = set(HARDWARE_FEATURES) | set(_NOT_ACCURACY)
+        accuracy_trees = tuple(i for i, n in enumerate(names)
+                               if not n.startswith(("fw_", "fwm_")) and n not in not_accuracy)
+        return (AccuracySurrogate(reference_columns=(names.index("landmark_logreg"),
+                                                     names.index("landmark_1nn")),
+                                  n_test_column=names.index("log_n_test"),
+                                  classes_column=names.index("log_num_classes"),
+                                  tree_columns=accuracy_trees, max_iter=self.max_iter, **kw),
+                TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
+                                   group_columns=groups, subgroup_columns=subgroups,
+                                   max_iter=self.time_residual_iter, **kw),
                 MemorySurrogate(max_iter=self.max_iter, **kw))
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
@@ -118,9 +157,21 @@ class PerformanceModel:
         self.encoder_ = FeatureEncoder().fit(rows)
         X = self.encoder_.transform(rows)
         self.accuracy_, self.train_time_, self.memory_ = self._estimators(self.encoder_)
-        self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data])
-        self.train_time_.fit(X, [d["metrics"]["train_time_s"] for d in data])
-        self.memory_.fit(X, [d["metrics"]["peak_rss_mb"] for d in data])
+        # Intervals calibrated by holding out whole workloads: what a new workload will see.
+        groups = [workload_label(d) for d in data]
+        self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data], groups)
+        # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
+        # is that of the epochs it ran.
+        ran = [_epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
+        X_time = X if ran == rows else self.encoder_.transform(ran)
+        self.train_time_.fit(X_time, [d["metrics"]["train_time_s"] for d in data], groups)
+        # Peak memory from runs in a new worker process where there are enough: a reused
+        # worker's resident memory is the high-water mark of every run before it.
+        fresh = [i for i, d in enumerate(data) if (d["metrics"].get("import_time_s") or 0) > 0]
+        memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else list(range(len(data)))
+        self.memory_.fit(X[memory_rows], [data[i]["metrics"]["peak_rss_mb"] for i in memory_rows],
+                         [groups[i] for i in memory_rows])
+        self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
         return self
@@ -213,6 +264,42 @@ class PerformanceModel:
         reasons.extend(self._hardware_reasons(hardware))
         return bool(reasons), reasons, nearest
 
+    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any],
+              hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """``pred``'s intervals widened for how far ``meta`` / ``hardware`` lie from the
+        knowledge base, with a note per widening (none when both are like what was measured).
+
+        The intervals were calibrated on measured workloads and hardware; outside them they
+        would claim a confidence the data cannot give. A workload at distance ``d`` beyond the
+        out-of-distribution threshold ``t`` gets every interval's width multiplied by
+        ``1 + d / t``; hardware unlike the measured gets the training-time interval widened by
+        a factor :data:`HARDWARE_TIME_FACTOR` each way per reason (another CPU, core count or a
+        GPU can change throughput several-fold, and no measurement says in which direction)
+        and the memory interval by :data:`HARDWARE_MEMORY_FACTOR`. Accuracy does not depend on
+        the hardware.
+        """
+        self._check_fitted()
+        out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
+        notes = []
+        nearest = self.nearest_workloads(meta, k=1)
+        if nearest and nearest[0][1] > self.ood_threshold_:
+            stretch = 1.0 + nearest[0][1] / self.ood_threshold_
+            for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
+                _stretch(out, key, stretch, log_space)
+            out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
+            out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
+            notes.append(f"intervals {stretch:.1f}x wider: the workload is unlike every measured one")
+        hardware_reasons = len(self._hardware_reasons(hardware))
+        if hardware_reasons:
+            factor = HARDWARE_TIME_FACTOR ** hardware_reasons
+            out["train_time_s_low"] = out["train_time_s_low"] / factor
+            out["train_time_s_high"] = out["train_time_s_high"] * factor
+            out["peak_rss_mb_low"] = out["peak_rss_mb_low"] / HARDWARE_MEMORY_FACTOR
+            out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * HARDWARE_MEMORY_FACTOR
+            notes.append(f"training-time interval {factor:g}x wider each way and memory "
+                         f"{HARDWARE_MEMORY_FACTOR:g}x: the hardware is unlike the measured")
+        return out, notes
+
     def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
         models = sorted({str(h["cpu_model"]) for h in self.hardware_})
         reasons = []
@@ -259,6 +346,7 @@ class PerformanceModel:
             "workload_center": self.workload_center_.tolist(), "ood_threshold": self.ood_threshold_,
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
             "frameworks": self.frameworks_, "n_records": self.n_records_,
+            "n_memory_records": self.n_memory_records_,
             "work_column": self.train_time_.work_column,
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
@@ -277,7 +365,9 @@ class PerformanceModel:
             model = cls(**state["params"])
             model.encoder_ = FeatureEncoder.from_state(state["encoder"])
             current = FeatureEncoder().fit(
-                [{"config": {"framework": f}} for f in model.encoder_.frameworks_]).feature_names_
+                [{"config": {"framework": f}, "meta": {}} for f in model.encoder_.frameworks_]
+                + [{"config": {"framework": f}, "meta": {"model": m}}
+                   for f, m in model.encoder_.framework_models_]).feature_names_
             if current != model.encoder_.feature_names_:
                 raise ParameterError(
                     f"Surrogate file {str(path)!r} was written with other features; refit it."
@@ -294,6 +384,7 @@ class PerformanceModel:
         model.config_ranges_ = state["config_ranges"]
         model.frameworks_ = state["frameworks"]
         model.n_records_ = state["n_records"]
+        model.n_memory_records_ = state["n_memory_records"]
         return model
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002

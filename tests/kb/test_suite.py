@@ -4,6 +4,7 @@ import pytest
 
 from dltune._errors import ParameterError
 from dltune.kb import SUITES, plan_suite
+from dltune.kb._suite import run_key
 
 
 def test_reference_suite_spans_the_design():
@@ -35,7 +36,11 @@ def test_plan_interleaves_every_pair_first():
 def test_plan_holds_presets_repeats_and_both_thread_targets():
     plan = plan_suite("reference", ["torch"], configs_per_pair=8, repeats=2, max_threads=2)
     kinds = {p.kind for p in plan}
-    assert kinds == {"space-filling", "preset", "repeat"}
+    assert kinds == {"space-filling", "preset", "repeat", "fresh"}
+    fresh = [p for p in plan if p.kind == "fresh"]
+    assert len(fresh) == 3 * len(SUITES["reference"]) and all(p.repeat == 2 and p.config.seed == 0 for p in fresh)
+    measured = {p.key for p in plan if p.kind == "space-filling"}
+    assert all(run_key(p.workload, p.config, 0) in measured for p in fresh)
     presets = [p for p in plan if p.kind == "preset"]
     assert all(p.config.preset_name for p in presets)
     assert all(p.config.epochs <= p.workload.max_epochs for p in presets)
@@ -57,3 +62,10 @@ def test_plan_rejects_bad_input():
         plan_suite("nope")
     with pytest.raises(ParameterError, match=r"The 'configs_per_pair' parameter must be an int in \[1, 4096\]. Got 0"):
         plan_suite("tiny", configs_per_pair=0)
+
+
+def test_adding_a_workload_keeps_the_keys_of_the_others(monkeypatch):
+    full = {p.key for p in plan_suite("reference", ["torch"], 4, 1)}
+    monkeypatch.setitem(SUITES, "reference", SUITES["reference"][:-1])
+    fewer = {p.key for p in plan_suite("reference", ["torch"], 4, 1)}
+    assert fewer < full  # a build resumed after a workload was added measures only the new runs

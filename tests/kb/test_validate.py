@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from dltune._errors import ParameterError
@@ -58,3 +59,27 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     assert done.stderr.strip().splitlines() == [
         "dltune kb: error: The 'suite' parameter must be one of {'reference', 'tiny'}. Got 'huge' instead."
     ]
+
+
+def _run(lr, seed, seconds, accuracy):
+    return {"config": {"framework": "numpy", "learning_rate": lr, "seed": seed},
+            "metrics": {"train_time_s": seconds, "test_accuracy": accuracy}}
+
+
+def test_noise_floor_from_repeats():
+    from dltune.kb._validate import _noise, _repeat_pairs
+
+    runs = [_run(0.1, 0, 1.0, 0.90), _run(0.1, 1, 3.0, 0.92),
+            _run(0.2, 0, 2.0, 0.80), _run(0.2, 1, 2.0, 0.78),
+            _run(0.3, 0, 4.0, 0.50), _run(0.3, 1, 4.0, 0.54),
+            _run(0.4, 0, 1.0, 0.70)]
+    assert len(_repeat_pairs(runs)) == 3
+    spread = _noise(runs, np.linspace(0.1, 0.9, 40))
+    assert spread["repeats"] == 3
+    # Pair (1 s, 3 s): each is (1/1 + 1/3) / 2 off the mean; the other pairs agree.
+    assert spread["repeat_time_ape_pct"] == pytest.approx(100 * (1 + 1 / 3) / 2 / 3)
+    assert spread["accuracy_noise_points"] == pytest.approx(100 * 0.02 / 0.6745 / np.sqrt(2))
+    assert spread["accuracy_spearman_ceiling"] > 0.95  # 2-point noise hardly reorders a wide spread
+    flat = _noise(runs, np.full(40, 0.9) + np.linspace(0, 0.01, 40))
+    assert flat["accuracy_spearman_ceiling"] < 0.5  # but does reorder configurations 0.03 points apart
+    assert _noise(runs[-1:], np.ones(3))["accuracy_spearman_ceiling"] is None

@@ -68,11 +68,15 @@ def test_objectives_order_time_and_accuracy(kb, workload):
 
 
 def test_constraints_filter_or_fail_clearly(kb, workload):
-    base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None)
-    limit = base.predicted["train_time_s"][0] / 2
+    base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, top_k=4)
+    # A limit between the pick and the fastest alternative on the Pareto front: feasible, and
+    # it excludes the unconstrained pick.
+    faster = [a.train_time_s[0] for a in base.alternatives]
+    assert faster and max(faster) < base.predicted["train_time_s"][0]
+    limit = (max(faster) + base.predicted["train_time_s"][0]) / 2
     rec = recommend(workload, objective="accuracy", constraints={"max_train_time": limit},
                     knowledge_base=kb, storage=None)
-    assert rec.predicted["train_time_s"][0] <= limit
+    assert rec.predicted["train_time_s"][0] <= limit < base.predicted["train_time_s"][0]
     with pytest.raises(DltuneError, match="No candidate meets the constraints"):
         recommend(workload, constraints={"max_train_time": 1e-12}, knowledge_base=kb, storage=None)
 
@@ -82,6 +86,10 @@ def test_alien_hardware_is_flagged_not_confident(kb, workload):
     assert rec.out_of_distribution
     assert any("never measured" in r for r in rec.ood_reasons)
     assert "outside what was measured" in rec.reason and "OUT OF DISTRIBUTION" in str(rec)
+    # Not confident: the training-time interval is widened 3x each way per hardware difference.
+    assert rec.interval_notes and rec.interval_notes[0] in str(rec)
+    low, high = rec.predicted["train_time_s"][1:]
+    assert high / low >= 9.0 ** len(rec.ood_reasons)
     assert rec.config.threads.intra_op in (1, 72)
     # Thread counts far beyond the measured ones must not blow the time model up.
     local = recommend(workload, knowledge_base=kb, storage=None)

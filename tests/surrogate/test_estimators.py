@@ -74,7 +74,7 @@ def test_conformal_interval_covers_held_out_data():
     assert coverage >= 0.7  # nominal 0.8, checked on data the model never saw
 
 
-def test_train_time_is_work_over_learned_throughput():
+def test_train_time_is_work_over_learned_throughput_without_a_cost_model():
     # Throughput depends on the batch size only; time = work / throughput.
     rng = np.random.default_rng(0)
     batch = rng.choice([16.0, 64.0, 256.0], size=300)
@@ -89,6 +89,75 @@ def test_train_time_is_work_over_learned_throughput():
     assert est.predict(far)[0] == pytest.approx(expected, rel=0.15)
 
 
+def _cost_rows(rng, n, threads_choices=(1.0, 2.0)):
+    """Rows laid out as COST_INPUTS + two one-hot framework columns, and the seconds two made-up frameworks
+    take: framework 0 has a big per-run warm-up, framework 1 a big per-step overhead; both
+    compute dense FLOPs at 1 GFLOP/s with 80 % of it parallel."""
+    epochs = rng.integers(1, 6, n).astype(float)
+    n_train = rng.choice([300.0, 1500.0, 5000.0], n)
+    batch = rng.choice([16.0, 64.0, 256.0], n)
+    params = rng.choice([5e4, 2e5], n)
+    flops = 2.0 * params
+    threads = rng.choice(threads_choices, n)
+    fw = rng.integers(0, 2, n).astype(float)
+    X = np.column_stack([epochs, np.log(n_train / batch), np.log(n_train), np.log(params),
+                         np.log(flops), np.log(np.full(n, 64.0)), threads, np.log(np.full(n, 5.0)),
+                         np.log(np.full(n, 500.0)), np.zeros(n), np.zeros(n), fw, 1 - fw])
+    return X, _cost_seconds(X)
+
+
+def _cost_seconds(X):
+    epochs, n_train, params, threads, fw = X[:, 0], np.exp(X[:, 2]), np.exp(X[:, 3]), X[:, 6], X[:, 11]
+    steps = epochs * np.ceil(np.exp(X[:, 1]) - 1e-9)
+    compute = epochs * n_train * 2.0 * params * (0.2 + 0.8 / threads) / 1e9
+    return np.where(fw == 0, 0.5, 0.01) + steps * np.where(fw == 0, 1e-4, 2e-3) + compute
+
+
+def test_train_time_cost_model_learns_overheads_per_framework_and_extrapolates():
+    X, seconds = _cost_rows(np.random.default_rng(3), 300)
+    noisy = seconds * np.exp(np.random.default_rng(4).normal(scale=0.03, size=len(seconds)))
+    est = TrainTimeSurrogate(cost_columns=tuple(range(11)), group_columns=(11, 12), max_iter=1,
+                             calibrate=False).fit(X, noisy)
+    assert np.all(est.cost_coef_ >= 0)
+    # Far outside the measured sizes (100x the samples, 10x the epochs) and at 8 threads.
+    far = np.array([[50.0, np.log(500_000 / 64), np.log(500_000.0), np.log(2e5), np.log(4e5),
+                     np.log(64.0), t, np.log(5.0), np.log(500.0), 0.0, 0.0, f, 1 - f] for f in (0.0, 1.0) for t in (1.0, 8.0)])
+    assert est.predict(far) == pytest.approx(_cost_seconds(far), rel=0.15)
+    restored = TrainTimeSurrogate(cost_columns=tuple(range(11)), group_columns=(11, 12))
+    restored.load_arrays(est.to_arrays("t."), "t.")
+    assert np.allclose(restored.predict(far), est.predict(far))
+
+
+def test_train_time_cost_model_needs_every_cost_column():
+    X, seconds = _cost_rows(np.random.default_rng(0), 20)
+    with pytest.raises(ParameterError, match=r"The 'cost_columns' parameter must name 11 columns \(epochs, "):
+        TrainTimeSurrogate(cost_columns=(0, 1)).fit(X, seconds)
+
+
+def test_accuracy_is_learned_as_error_relative_to_the_landmark():
+    """Two workloads whose error is the landmark's error x f(lr): trained on one, the other
+    (another landmark, another test-set size) is predicted on its own scale, and a perfect
+    score is neither infinite in training nor a pile-up of ties at 100 % in prediction."""
+    rng = np.random.default_rng(0)
+
+    def rows(landmark, n_test, n=200):
+        lr = rng.uniform(-4, 0, n)
+        ratio = 0.2 + 3.0 / (1.0 + np.exp(3 * (lr + 2)))
+        acc = np.clip(1 - (1 - landmark) * ratio, 0, 1)
+        return np.column_stack([lr, np.full(n, landmark), np.full(n, np.log(n_test))]), acc
+
+    X, y = rows(0.95, 500)
+    Xo, yo = rows(0.75, 2000)
+    est = AccuracySurrogate(reference_columns=(1,), n_test_column=2, tree_columns=(0,),
+                            max_iter=60, calibrate=False).fit(X, y)
+    # A perfect score is half a test sample of error: log(0.001 / 0.051), not -inf.
+    assert est._to_target(X[:1], np.ones(1))[0] == pytest.approx(np.log(0.001 / 0.051))
+    assert np.abs(est.predict(Xo) - yo).max() < 0.03
+    assert np.all(est.predict(X) < 1.0)  # every prediction is a distinct error rate, none a tie at 1
+    plain = AccuracySurrogate(tree_columns=(0,), max_iter=60, calibrate=False).fit(X, y)
+    assert np.abs(plain.predict(Xo) - yo).max() > 0.1
+
+
 def test_accuracy_predictions_stay_in_unit_interval():
     X, y = _data(100)
     est = AccuracySurrogate(max_iter=20, calibrate=False).fit(X, np.clip(y, 0, 1))
@@ -96,35 +165,17 @@ def test_accuracy_predictions_stay_in_unit_interval():
     assert point.min() >= 0 and high.max() <= 1
 
 
-def test_train_time_power_law_per_group_extrapolates():
-    # Two frameworks (one-hot column 2) with different per-step costs; time = steps * cost.
-    rng = np.random.default_rng(3)
-    n = 240
-    fw = rng.integers(0, 2, size=n).astype(float)
-    log_steps = rng.uniform(np.log(100), np.log(10_000), size=n)
-    log_work = log_steps + np.log(1e5)
-    seconds = np.exp(log_steps) * np.where(fw == 1, 2e-3, 5e-4) * np.exp(rng.normal(scale=0.05, size=n))
-    X = np.column_stack([log_steps, log_work, fw])
-    est = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), group_columns=(2,), max_iter=1).fit(X, seconds)
-    far = np.array([[np.log(1e6), np.log(1e6) + np.log(1e5), f] for f in (0.0, 1.0)])
-    assert est.predict(far) == pytest.approx([1e6 * 5e-4, 1e6 * 2e-3], rel=0.2)
-    restored = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), group_columns=(2,))
-    restored.load_arrays(est.to_arrays("t."), "t.")
-    assert np.allclose(restored.predict(far), est.predict(far))
 
 
-def test_train_time_power_law_is_not_extrapolated_beyond_measured_threads():
-    """Measured at 1 and 2 threads with a steep effect: 72 threads is predicted like 2, not e^70."""
-    rng = np.random.default_rng(0)
-    n = 200
-    log_work = rng.uniform(10, 14, n)
-    threads = rng.integers(1, 3, n).astype(float)
-    seconds = np.exp(log_work - 12.0 + 2.0 * threads + rng.normal(0, 0.05, n))
-    X = np.column_stack([threads, log_work])
-    model = TrainTimeSurrogate(work_column=1, linear_columns=(0, 1), max_iter=10, cv=2).fit(X, seconds)
-    at_two, at_many = model.predict(np.array([[2.0, 12.0], [72.0, 12.0]]))
-    assert np.isfinite(at_many)
-    assert at_many == pytest.approx(at_two)
-    # Work itself still scales the time outside the measured range.
-    bigger = model.predict(np.array([[2.0, 16.0]]))[0]
-    assert bigger > 10 * at_two
+def test_groups_hold_out_whole_groups_in_the_conformal_calibration():
+    # Each group has its own offset the features do not show: only folds that hold out whole
+    # groups see that error, and widen the interval for it.
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(8), 40)
+    X = rng.normal(size=(len(groups), 2))
+    y = X[:, 0] + rng.normal(scale=2.0, size=8)[groups] + rng.normal(scale=0.1, size=len(groups))
+    by_row = QuantileGBMRegressor(max_iter=30).fit(X, y)
+    by_group = QuantileGBMRegressor(max_iter=30).fit(X, y, groups=groups)
+    assert by_group.widen_ > by_row.widen_
+    with pytest.raises(ParameterError, match=r"The 'groups' parameter must hold one label per row \(320\). Got 3 instead."):
+        QuantileGBMRegressor(max_iter=5).fit(X, y, groups=[1, 2, 3])

@@ -68,6 +68,51 @@ def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
     assert ood and "workload is unlike every measured one" in reasons[0]
 
 
+def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
+    record = RecordStore(tiny_kb).records()[0]
+    row = record_row(record)
+    pred = model.predict([row])
+    same, notes = model.widen(pred, row["meta"], row["hardware"])
+    assert notes == [] and all(np.array_equal(same[k], pred[k]) for k in pred)
+
+    def log_width(p, key):
+        return np.log(p[f"{key}_high"][0]) - np.log(p[f"{key}_low"][0])
+
+    # Another machine: time 3x wider each way per difference (CPU, cores, GPU, memory).
+    hw_reasons = len(model.novelty(row["meta"], ALIEN)[1])
+    alien, notes = model.widen(pred, row["meta"], ALIEN)
+    assert hw_reasons == 4 and len(notes) == 1
+    assert log_width(alien, "train_time_s") == pytest.approx(
+        log_width(pred, "train_time_s") + 2 * hw_reasons * np.log(3.0))
+    assert log_width(alien, "peak_rss_mb") == pytest.approx(log_width(pred, "peak_rss_mb") + 2 * np.log(1.5))
+    assert alien["accuracy_low"][0] == pred["accuracy_low"][0]  # the hardware does not change results
+    # An unlike workload: every interval wider by 1 + distance / threshold, accuracy kept in [0, 1].
+    meta = dict(row["meta"], n_train=2_000_000, height=512, width=512, channels=3,
+                input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
+    far = model.predict([dict(row, meta=meta)])
+    wide, notes = model.widen(far, meta, row["hardware"])
+    stretch = 1 + model.nearest_workloads(meta, k=1)[0][1] / model.ood_threshold_
+    assert len(notes) == 1 and stretch > 2
+    assert log_width(wide, "train_time_s") == pytest.approx(stretch * log_width(far, "train_time_s"))
+    assert 0 <= wide["accuracy_low"][0] <= far["accuracy_low"][0]
+    assert far["accuracy_high"][0] <= wide["accuracy_high"][0] <= 1
+
+
+def test_memory_is_learned_from_fresh_worker_runs_when_there_are_enough(tiny_kb):
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    assert len(records) >= 24
+    for i, d in enumerate(records):
+        fresh = i < 24  # a run that imported its framework: a new worker process
+        d["metrics"] = dict(d["metrics"], import_time_s=1.0 if fresh else 0.0,
+                            peak_rss_mb=100.0 if fresh else 5000.0)
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    assert model.n_memory_records_ == 24
+    assert model.predict([record_row(d) for d in records])["peak_rss_mb"].max() < 200
+    few = [dict(d, metrics=dict(d["metrics"], import_time_s=0.0)) if i >= 5 else d
+           for i, d in enumerate(records)]
+    assert PerformanceModel(max_iter=20, calibrate=False).fit(few).n_memory_records_ == len(records)
+
+
 def test_unknown_framework_is_refused(model, tiny_kb):
     row = record_row(RecordStore(tiny_kb).records()[0])
     row["config"] = dict(row["config"], framework="caffe")
