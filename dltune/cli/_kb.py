@@ -56,6 +56,14 @@ def run_build(args: argparse.Namespace) -> int:
         else:
             print(format_table(rows, [(k, k, ".4g" if k == "lr" else "") for k in rows[0]]))
         return 0
+    import os
+
+    from dltune.config import usable_cores
+    from dltune.kb import load_warning
+
+    warning = load_warning(os.getloadavg()[0], usable_cores())
+    if warning:
+        print(warning, file=sys.stderr)
     result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
                       args.repeats, fresh=args.fresh, progress=not args.json,
                       command="dltune " + " ".join(sys.argv[1:]))

@@ -7,7 +7,7 @@ surrogates and the recommendation leave-one-workload-out.
 
 from __future__ import annotations
 
-from dltune.kb._build import BuildResult, build_kb, default_build_dir
+from dltune.kb._build import BuildResult, build_kb, default_build_dir, load_warning
 from dltune.kb._store import (
     RecordStore,
     export_kb,
@@ -30,6 +30,7 @@ __all__ = [
     "default_build_dir",
     "export_kb",
     "load_shipped_records",
+    "load_warning",
     "plan_suite",
     "read_jsonl",
     "run_key",

@@ -20,13 +20,29 @@ from dltune.kb._store import RecordStore
 from dltune.kb._suite import PlannedRun, SuiteWorkload, plan_suite
 from dltune.measure._record import now_iso
 
-__all__ = ["BuildResult", "build_kb", "default_build_dir"]
+__all__ = ["BuildResult", "build_kb", "default_build_dir", "load_warning"]
 
 NOISE_NOTE = (
     "Each entry's kb.load_1m is the machine's 1-minute load average when its run started: "
     "training times measured under load carry that noise; repeats (kind 'repeat', another "
     "seed) show its size."
 )
+
+
+def load_warning(load_1m: float, cores: int) -> str | None:
+    """A warning when the machine is busy before a build starts (None when it is quiet).
+
+    With as many threads as cores, any other runnable process stalls a training step's thread
+    barriers: runs measured while it runs are slower than the machine is, by far more than the
+    other process's share.
+    """
+    if load_1m <= 0.5 * max(cores, 1):
+        return None
+    return (
+        f"warning: the 1-minute load average is {load_1m:.1f} on {cores} usable cores: other work "
+        "is running. Training times measured now carry its noise (each record keeps kb.load_1m); "
+        "build a knowledge base others will rely on while the machine is otherwise idle."
+    )
 
 
 @dataclass

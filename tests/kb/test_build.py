@@ -85,3 +85,13 @@ def test_export_compresses_records_and_provenance(tiny_kb, tmp_path):
 def test_build_rejects_unknown_framework(tmp_path):
     with pytest.raises(ParameterError, match=r"The 'frameworks' parameter must hold backends among .* Got 'caffe' instead."):
         build_kb("tiny", out=tmp_path, frameworks=["caffe"])
+
+
+def test_a_busy_machine_is_warned_about_before_a_build():
+    from dltune.kb import load_warning
+
+    assert load_warning(0.9, 2) is None  # the build's own runs
+    message = load_warning(3.04, 2)
+    assert message.startswith("warning: the 1-minute load average is 3.0 on 2 usable cores")
+    assert "kb.load_1m" in message
+    assert load_warning(3.0, 8) is None
