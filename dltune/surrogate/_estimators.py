@@ -289,9 +289,10 @@ class MemorySurrogate(QuantileGBMRegressor):
 # What ``TrainTimeSurrogate.cost_columns`` must point at, in this order.
 COST_INPUTS = ("epochs", "log_batches_per_epoch", "log_n_train", "log_param_count",
                "log_flops_per_sample", "log_input_size", "threads", "log_layers",
-               "log_activations_per_sample", "is_momentum", "is_adam")
+               "log_activations_per_sample", "is_momentum", "is_adam", "fresh_process")
 # The cost terms, in seconds per unit; each gets a non-negative coefficient per group.
-COST_TERMS = ("run", "epoch", "step", "step_x_params", "step_x_layers",
+COST_TERMS = ("run", "fresh_run", "fresh_run_x_layers", "epoch", "step", "step_x_params",
+              "step_x_layers",
               "momentum_step", "momentum_step_x_params", "adam_step", "adam_step_x_params",
               "sample_x_inputs", "sample_x_activations",
               "sample_x_dense_flops", "sample_x_dense_flops_per_thread",
@@ -305,7 +306,8 @@ def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
     the remainder of the forward FLOPs as convolution FLOPs, which reuse each weight many times.
     """
     (epochs, log_batches, log_n, log_params, log_flops, log_inputs, threads, log_layers, log_act,
-     momentum, adam) = (np.nan_to_num(X[:, c]) if i >= 9 else X[:, c] for i, c in enumerate(cost_columns))
+     momentum, adam, fresh) = (np.nan_to_num(X[:, c]) if i >= 9 else X[:, c]
+                               for i, c in enumerate(cost_columns))
     with np.errstate(over="ignore", invalid="ignore"):
         steps = epochs * np.ceil(np.exp(log_batches) - 1e-9)
         samples = epochs * np.exp(log_n)
@@ -314,7 +316,8 @@ def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
         conv = np.maximum(flops - 2.0 * params, 0.0)
         threads = np.where(np.isfinite(threads) & (threads >= 1), threads, 1.0)
         terms = np.column_stack([
-            np.ones(len(X)), epochs, steps, steps * params, steps * np.exp(log_layers),
+            np.ones(len(X)), fresh, fresh * np.exp(log_layers),
+            epochs, steps, steps * params, steps * np.exp(log_layers),
             steps * momentum, steps * params * momentum, steps * adam, steps * params * adam,
             samples * np.exp(log_inputs), samples * np.exp(log_act),
             samples * dense, samples * dense / threads, samples * conv, samples * conv / threads,
@@ -327,7 +330,7 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
 
     With ``cost_columns`` (the columns named in :data:`COST_INPUTS`) the time is modelled as
 
-        seconds = run + epoch x epochs
+        seconds = run + new process x (f + layers x g) + epoch x epochs
                   + steps x (step + parameters x p + layers x l + optimizer's extra per step
                              and per parameter: momentum buffers, Adam's two moments)
                   + samples x (inputs x a + activations x m + dense FLOPs x (b + c / threads)
@@ -335,7 +338,8 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
 
     with non-negative coefficients per group (``group_columns``: one-hot frameworks; and, where
     ``subgroup_columns`` are given and a row has one, per subgroup: framework x model), fitted
-    by non-negative least squares on relative errors: a warm-up per run (graph tracing), a
+    by non-negative least squares on relative errors: a warm-up per run (graph tracing), more
+    of it in a run that is its process's first (``fresh_process``: lazy initialisations), a
     per-epoch and a per-step overhead (Python dispatch, per-layer kernel launches, optimizer
     updates over all weights), data movement (inputs, every layer's activations), and
     compute at a learned throughput split into a serial and a parallel

@@ -75,7 +75,11 @@ def record_row(record: Any) -> dict[str, Any]:
         meta = dict(meta, **_model_costs(json.dumps(workload["model_spec"], sort_keys=True)))
     if "model" not in meta and workload.get("model"):
         meta = dict(meta, model=workload["model"])
-    return {"meta": meta, "hardware": data.get("hardware", {}), "config": data["config"]}
+    # Whether the run was its worker's first (the framework was imported during it): a new
+    # process pays one-time warm-ups in its first epoch that a reused one has behind it.
+    fresh = ((data.get("metrics") or {}).get("import_time_s") or 0) > 0
+    return {"meta": meta, "hardware": data.get("hardware", {}), "config": data["config"],
+            "fresh": fresh}
 
 
 @functools.lru_cache(maxsize=256)
@@ -138,7 +142,7 @@ class FeatureEncoder:
             + list(HARDWARE_FEATURES)
             + ["log_lr", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_epochs", "log_steps",
                "log_updates", "log_lr_updates",
-               "intra_threads", "cores", "threads_per_core"]
+               "intra_threads", "cores", "threads_per_core", "fresh_process"]
             + [f"opt_{o}" for o in _OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
             + [f"fw_{f}" for f in self.frameworks_]
@@ -174,6 +178,8 @@ class FeatureEncoder:
                 _log(_num(meta.get("n_train")) / batch),
                 _log(_num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch),
                 _log(_num(cfg.get("learning_rate")) * _num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch), intra, cores, intra / cores,
+                # A row without the flag is a run to come: the user's own, in a new process.
+                float(row.get("fresh", True)),
             ]
             config_part += [float(optimizer == o) for o in _OPTIMIZERS]
             config_part += [float(cfg.get("lr_schedule", "constant") == s) for s in _SCHEDULES]
