@@ -28,19 +28,26 @@ class ResourceSampler:
         self.rates: list[float] = []
         self.peak_rss = 0
         self.baseline_rss = 0
+        # Resident memory without mapped file pages (shared libraries), where the OS says
+        # (Linux: rss - shared): RSS also counts library pages, which vary with the page cache.
+        self.peak_anon: int | None = None
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _sample(self) -> None:
         try:
             with self._proc.oneshot():
                 times = self._proc.cpu_times()
-                rss = self._proc.memory_info().rss
+                info = self._proc.memory_info()
+                rss = info.rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return
         now = time.perf_counter()
         cpu = times.user + times.system
         with self._lock:
             self.peak_rss = max(self.peak_rss, rss)
+            shared = getattr(info, "shared", None)
+            if shared is not None:
+                self.peak_anon = max(self.peak_anon or 0, rss - shared)
             if self._training and self._last is not None:
                 dt = now - self._last[0]
                 if dt > 0:
@@ -80,5 +87,6 @@ class ResourceSampler:
             "baseline_rss_mb": self.baseline_rss / 2**20,
             # What this run added over the (possibly warm, reused) worker's resident memory.
             "peak_rss_delta_mb": max(0, self.peak_rss - self.baseline_rss) / 2**20,
+            "peak_rss_anon_mb": None if self.peak_anon is None else self.peak_anon / 2**20,
             "cpu_samples": int(len(self.rates)),
         }
