@@ -397,16 +397,18 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         coef, _ = nnls(A / scale, np.ones(len(y)), maxiter=50 * A.shape[1])
         return coef / scale
 
-    def _modelled(self, X: np.ndarray) -> np.ndarray:
-        """Seconds from the cost model alone (1 where there is none)."""
+    def _modelled(self, X: np.ndarray, coefs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Seconds from the cost model alone (1 where there is none), with the fitted
+        coefficients or ``coefs`` = (per group, per subgroup)."""
         if not len(self.cost_columns):
             return np.ones(len(X))
+        coef, sub = coefs if coefs is not None else (self.cost_coef_, self.sub_coef_)
         terms = cost_terms(X, tuple(self.cost_columns))
-        out = self._crossed(terms, X, tuple(self.group_columns)) @ self.cost_coef_
+        out = self._crossed(terms, X, tuple(self.group_columns)) @ coef
         if len(self.subgroup_columns):
             # Framework x model where the fit saw that pair; the framework's costs otherwise.
             known = np.nan_to_num(X[:, list(self.subgroup_columns)]).sum(axis=1) > 0
-            fine = self._crossed(terms, X, tuple(self.subgroup_columns)) @ self.sub_coef_
+            fine = self._crossed(terms, X, tuple(self.subgroup_columns)) @ sub
             out = np.where(known, fine, out)
         # A group the fit never saw has no costs: a tiny floor keeps the log finite.
         return np.maximum(out, 1e-6)
@@ -423,12 +425,8 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
     def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
         if not len(self.cost_columns):
             return t
-        kept = self.cost_coef_, self.sub_coef_
-        try:
-            self.cost_coef_, self.sub_coef_ = self._fit_costs(X[train], y[train])
-            return self._to_target(X, y)
-        finally:
-            self.cost_coef_, self.sub_coef_ = kept
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(y) - np.log(self._modelled(X, self._fit_costs(X[train], y[train])))
 
     def fit(self, X: Any, y: Any, groups: Any = None) -> TrainTimeSurrogate:
         X = np.asarray(X, dtype=np.float64)

@@ -23,6 +23,7 @@ __all__ = [
     "FeatureEncoder",
     "WORKLOAD_FEATURES",
     "HARDWARE_FEATURES",
+    "ran_in_new_process",
     "record_row",
     "total_work",
     "workload_vector",
@@ -75,11 +76,17 @@ def record_row(record: Any) -> dict[str, Any]:
         meta = dict(meta, **_model_costs(json.dumps(workload["model_spec"], sort_keys=True)))
     if "model" not in meta and workload.get("model"):
         meta = dict(meta, model=workload["model"])
-    # Whether the run was its worker's first (the framework was imported during it): a new
-    # process pays one-time warm-ups in its first epoch that a reused one has behind it.
-    fresh = ((data.get("metrics") or {}).get("import_time_s") or 0) > 0
     return {"meta": meta, "hardware": data.get("hardware", {}), "config": data["config"],
-            "fresh": fresh}
+            "fresh": ran_in_new_process(data)}
+
+
+def ran_in_new_process(data: dict[str, Any]) -> bool:
+    """Whether a record's run was its worker's first (the framework was imported during it).
+
+    A new process pays one-time warm-ups in its first epoch that a reused one has behind it,
+    and its peak memory is the run's own, not the high-water mark of earlier runs.
+    """
+    return ((data.get("metrics") or {}).get("import_time_s") or 0) > 0
 
 
 @functools.lru_cache(maxsize=256)

@@ -163,11 +163,11 @@ class PerformanceModel:
         # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
         # is that of the epochs it ran.
         ran = [_epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
-        X_time = X if ran == rows else self.encoder_.transform(ran)
+        X_time = X if all(a is b for a, b in zip(ran, rows, strict=True)) else self.encoder_.transform(ran)
         self.train_time_.fit(X_time, [d["metrics"]["train_time_s"] for d in data], groups)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
-        fresh = [i for i, d in enumerate(data) if (d["metrics"].get("import_time_s") or 0) > 0]
+        fresh = [i for i, row in enumerate(rows) if row["fresh"]]
         memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else list(range(len(data)))
         self.memory_.fit(X[memory_rows], [data[i]["metrics"]["peak_rss_mb"] for i in memory_rows],
                          [groups[i] for i in memory_rows])
@@ -347,7 +347,6 @@ class PerformanceModel:
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
             "frameworks": self.frameworks_, "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
-            "work_column": self.train_time_.work_column,
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
