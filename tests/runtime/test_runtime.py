@@ -107,7 +107,9 @@ def test_benchmark_repeats_report_median_min_max(workload, pool):
 
 
 def test_measurement_has_the_study_metrics(workload, pool):
-    record = measure(workload, TrainConfig(framework="torch", epochs=2, batch_size=32), pool=pool)
+    # Batches of 1: enough steps that the training windows span several of the OS's 10 ms CPU
+    # clock ticks (with batches of 32 an idle machine trains an epoch between two ticks).
+    record = measure(workload, TrainConfig(framework="torch", epochs=2, batch_size=1), pool=pool)
     m = record.metrics
     for key in ("train_time_s", "test_time_s", "cpu_percent_mean", "cpu_percent_p95", "peak_rss_mb"):
         assert m[key] > 0, key
