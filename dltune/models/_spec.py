@@ -235,11 +235,22 @@ class ModelSpec:
         (activations, pooling, copies), where the FLOPs count only multiply-adds."""
         return int(sum(int(np.prod(s)) for s in self.shapes()[1:]))
 
+    @property
+    def conv_outputs_per_sample(self) -> int:
+        """Output elements of the convolution layers for one sample: work done per output
+        element rather than per multiply-add (bias, unfolding the input into and folding the
+        gradient back out of the matrix product) that FLOPs do not capture."""
+        shapes = self.shapes()
+        return int(sum(int(np.prod(layer.output_shape(shape)))
+                       for layer, shape in zip(self.layers, shapes[:-1], strict=True)
+                       if isinstance(layer, Conv2D)))
+
     def cost_features(self) -> dict[str, Any]:
         """Name, size and cost of the model as the surrogates see it (``Workload.meta_features``)."""
         return {"model": self.name, "param_count": self.param_count,
                 "flops_per_sample": self.flops_per_sample,
-                "layers": len(self.layers), "activations_per_sample": self.activations_per_sample}
+                "layers": len(self.layers), "activations_per_sample": self.activations_per_sample,
+                "conv_outputs_per_sample": self.conv_outputs_per_sample}
 
     def init_params(self, seed: int) -> list[np.ndarray]:
         """Initial weights, identical for every backend: Glorot-uniform weights, zero biases."""

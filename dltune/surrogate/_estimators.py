@@ -289,12 +289,14 @@ class MemorySurrogate(QuantileGBMRegressor):
 # What ``TrainTimeSurrogate.cost_columns`` must point at, in this order.
 COST_INPUTS = ("epochs", "log_batches_per_epoch", "log_n_train", "log_param_count",
                "log_flops_per_sample", "log_input_size", "threads", "log_layers",
-               "log_activations_per_sample", "is_momentum", "is_adam", "fresh_process")
+               "log_activations_per_sample", "is_momentum", "is_adam", "fresh_process",
+               "conv_outputs_per_sample")
 # The cost terms, in seconds per unit; each gets a non-negative coefficient per group.
 COST_TERMS = ("run", "fresh_run", "fresh_run_x_layers", "epoch", "step", "step_x_params",
-              "step_x_layers",
+              "step_x_layers", "step_x_layers_if_multithreaded",
               "momentum_step", "momentum_step_x_params", "adam_step", "adam_step_x_params",
-              "sample_x_inputs", "sample_x_activations",
+              "sample_x_inputs", "sample_x_activations", "sample_x_activations_per_thread",
+              "sample_x_conv_outputs", "sample_x_conv_outputs_per_thread",
               "sample_x_dense_flops", "sample_x_dense_flops_per_thread",
               "sample_x_conv_flops", "sample_x_conv_flops_per_thread")
 
@@ -304,10 +306,15 @@ def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
 
     Dense FLOPs are taken as twice the parameters (each weight is one multiply-add per sample),
     the remainder of the forward FLOPs as convolution FLOPs, which reuse each weight many times.
+    Per output element of the convolutions there is work the FLOPs miss (bias, unfolding the
+    input for the matrix product and folding the gradient back): a 3-channel LeNet does 1.6x
+    the first layer's multiply-adds of a 1-channel one for the same outputs, and trains about
+    as fast. With more than one thread each layer's operations also pay a synchronisation per
+    step, and element-wise work over the activations runs in parallel.
     """
     (epochs, log_batches, log_n, log_params, log_flops, log_inputs, threads, log_layers, log_act,
-     momentum, adam, fresh) = (np.nan_to_num(X[:, c]) if i >= 9 else X[:, c]
-                               for i, c in enumerate(cost_columns))
+     momentum, adam, fresh, conv_out) = (np.nan_to_num(X[:, c]) if i >= 9 else X[:, c]
+                                         for i, c in enumerate(cost_columns))
     with np.errstate(over="ignore", invalid="ignore"):
         steps = epochs * np.ceil(np.exp(log_batches) - 1e-9)
         samples = epochs * np.exp(log_n)
@@ -315,11 +322,13 @@ def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
         dense = np.minimum(flops, 2.0 * params)
         conv = np.maximum(flops - 2.0 * params, 0.0)
         threads = np.where(np.isfinite(threads) & (threads >= 1), threads, 1.0)
+        layers, act = np.exp(log_layers), np.exp(log_act)
         terms = np.column_stack([
-            np.ones(len(X)), fresh, fresh * np.exp(log_layers),
-            epochs, steps, steps * params, steps * np.exp(log_layers),
+            np.ones(len(X)), fresh, fresh * layers,
+            epochs, steps, steps * params, steps * layers, steps * layers * (threads > 1),
             steps * momentum, steps * params * momentum, steps * adam, steps * params * adam,
-            samples * np.exp(log_inputs), samples * np.exp(log_act),
+            samples * np.exp(log_inputs), samples * act, samples * act / threads,
+            samples * conv_out, samples * conv_out / threads,
             samples * dense, samples * dense / threads, samples * conv, samples * conv / threads,
         ])
     return np.nan_to_num(terms, nan=0.0, posinf=0.0)
@@ -331,9 +340,12 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
     With ``cost_columns`` (the columns named in :data:`COST_INPUTS`) the time is modelled as
 
         seconds = run + new process x (f + layers x g) + epoch x epochs
-                  + steps x (step + parameters x p + layers x l + optimizer's extra per step
-                             and per parameter: momentum buffers, Adam's two moments)
-                  + samples x (inputs x a + activations x m + dense FLOPs x (b + c / threads)
+                  + steps x (step + parameters x p + layers x (l + [threads > 1] x s)
+                             + optimizer's extra per step and per parameter: momentum
+                             buffers, Adam's two moments)
+                  + samples x (inputs x a + activations x (m + n / threads)
+                               + convolution outputs x (o + q / threads)
+                               + dense FLOPs x (b + c / threads)
                                + convolution FLOPs x (d + e / threads))
 
     with non-negative coefficients per group (``group_columns``: one-hot frameworks; and, where

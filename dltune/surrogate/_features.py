@@ -45,6 +45,7 @@ WORKLOAD_FEATURES: tuple[tuple[str, str, bool], ...] = (
     ("log_flops_per_sample", "flops_per_sample", True),
     ("log_layers", "layers", True),
     ("log_activations_per_sample", "activations_per_sample", True),
+    ("conv_outputs_per_sample", "conv_outputs_per_sample", False),
 )
 HARDWARE_FEATURES: tuple[str, ...] = (
     "usable_cores", "log_logical_cores", "log_memory_gb", "avx2", "avx512f", "gpus",
@@ -71,7 +72,7 @@ def record_row(record: Any) -> dict[str, Any]:
     data = record if isinstance(record, dict) else record.to_dict()
     workload = data["workload"]
     meta = workload.get("meta", {})
-    if "activations_per_sample" not in meta and workload.get("model_spec"):
+    if "conv_outputs_per_sample" not in meta and workload.get("model_spec"):
         # Records written before these were meta-features: the model spec they keep has them.
         meta = dict(meta, **_model_costs(json.dumps(workload["model_spec"], sort_keys=True)))
     if "model" not in meta and workload.get("model"):

@@ -24,16 +24,17 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "usable_records"]
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
 # The encoder's columns for the cost model's inputs (TrainTimeSurrogate, COST_INPUTS order).
 _TIME_COST = ("epochs", "log_steps", "log_n_train", "log_param_count", "log_flops_per_sample",
               "log_input_size", "intra_threads", "log_layers", "log_activations_per_sample",
-              "opt_momentum", "opt_adam", "fresh_process")
+              "opt_momentum", "opt_adam", "fresh_process", "conv_outputs_per_sample")
 # Speed-only columns the accuracy trees do not see (with the hardware and framework columns).
-_NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work", "fresh_process")
+_NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work", "fresh_process",
+                 "conv_outputs_per_sample")
 # Fresh-process records needed before the memory surrogate learns from them alone.
 MIN_FRESH_RECORDS = 20
 # How much wider the training-time interval gets each way per way the hardware differs from

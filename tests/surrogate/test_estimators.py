@@ -102,12 +102,13 @@ def _cost_rows(rng, n, threads_choices=(1.0, 2.0)):
     fw = rng.integers(0, 2, n).astype(float)
     X = np.column_stack([epochs, np.log(n_train / batch), np.log(n_train), np.log(params),
                          np.log(flops), np.log(np.full(n, 64.0)), threads, np.log(np.full(n, 5.0)),
-                         np.log(np.full(n, 500.0)), np.zeros(n), np.zeros(n), np.zeros(n), fw, 1 - fw])
+                         np.log(np.full(n, 500.0)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                         fw, 1 - fw])
     return X, _cost_seconds(X)
 
 
 def _cost_seconds(X):
-    epochs, n_train, params, threads, fw = X[:, 0], np.exp(X[:, 2]), np.exp(X[:, 3]), X[:, 6], X[:, 12]
+    epochs, n_train, params, threads, fw = X[:, 0], np.exp(X[:, 2]), np.exp(X[:, 3]), X[:, 6], X[:, 13]
     steps = epochs * np.ceil(np.exp(X[:, 1]) - 1e-9)
     compute = epochs * n_train * 2.0 * params * (0.2 + 0.8 / threads) / 1e9
     return np.where(fw == 0, 0.5, 0.01) + steps * np.where(fw == 0, 1e-4, 2e-3) + compute
@@ -116,21 +117,22 @@ def _cost_seconds(X):
 def test_train_time_cost_model_learns_overheads_per_framework_and_extrapolates():
     X, seconds = _cost_rows(np.random.default_rng(3), 300)
     noisy = seconds * np.exp(np.random.default_rng(4).normal(scale=0.03, size=len(seconds)))
-    est = TrainTimeSurrogate(cost_columns=tuple(range(12)), group_columns=(12, 13), max_iter=1,
+    est = TrainTimeSurrogate(cost_columns=tuple(range(13)), group_columns=(13, 14), max_iter=1,
                              calibrate=False).fit(X, noisy)
     assert np.all(est.cost_coef_ >= 0)
     # Far outside the measured sizes (100x the samples, 10x the epochs) and at 8 threads.
     far = np.array([[50.0, np.log(500_000 / 64), np.log(500_000.0), np.log(2e5), np.log(4e5),
-                     np.log(64.0), t, np.log(5.0), np.log(500.0), 0.0, 0.0, 0.0, f, 1 - f] for f in (0.0, 1.0) for t in (1.0, 8.0)])
+                     np.log(64.0), t, np.log(5.0), np.log(500.0), 0.0, 0.0, 0.0, 0.0, f, 1 - f]
+                    for f in (0.0, 1.0) for t in (1.0, 8.0)])
     assert est.predict(far) == pytest.approx(_cost_seconds(far), rel=0.15)
-    restored = TrainTimeSurrogate(cost_columns=tuple(range(12)), group_columns=(12, 13))
+    restored = TrainTimeSurrogate(cost_columns=tuple(range(13)), group_columns=(13, 14))
     restored.load_arrays(est.to_arrays("t."), "t.")
     assert np.allclose(restored.predict(far), est.predict(far))
 
 
 def test_train_time_cost_model_needs_every_cost_column():
     X, seconds = _cost_rows(np.random.default_rng(0), 20)
-    with pytest.raises(ParameterError, match=r"The 'cost_columns' parameter must name 12 columns \(epochs, "):
+    with pytest.raises(ParameterError, match=r"The 'cost_columns' parameter must name 13 columns \(epochs, "):
         TrainTimeSurrogate(cost_columns=(0, 1)).fit(X, seconds)
 
 
