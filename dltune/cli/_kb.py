@@ -1,4 +1,4 @@
-"""``dltune kb``: build, export and validate the knowledge base."""
+"""``dltune kb``: build, calibrate, export and validate the knowledge base."""
 
 from __future__ import annotations
 
@@ -26,6 +26,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     build.set_defaults(func=run_build)
 
+    calibrate = sub.add_parser(
+        "calibrate", help="measure this machine's speed on a few knowledge-base workloads (minutes)")
+    calibrate.add_argument("--frameworks", help="comma-separated backends (default: all available)")
+    calibrate.add_argument("--out", help="folder (default: <cache>/kb/calibration-<machine>, "
+                                         "which recommend reads)")
+    calibrate.add_argument("--budget-hours", type=float, help="stop starting runs after this long")
+    calibrate.add_argument("--plan", action="store_true", help="print the planned runs and exit")
+    calibrate.add_argument("--json", action="store_true", help="print the result as JSON")
+    calibrate.set_defaults(func=run_calibrate)
+
     export = sub.add_parser("export", help="compress a build folder into the package's shipped KB")
     export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference)")
     export.add_argument("--out", help="target folder (default: the installed dltune/kb/)")
@@ -38,24 +48,29 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     validate.set_defaults(func=run_validate)
 
 
-def run_build(args: argparse.Namespace) -> int:
+def _frameworks(args: argparse.Namespace) -> list[str] | None:
     from dltune.backends import BACKENDS
-    from dltune.cli._common import format_table, parse_list, print_json
-    from dltune.kb import build_kb, plan_suite
+    from dltune.cli._common import parse_list
 
-    frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
-    if args.plan:
-        plan = plan_suite(args.suite, frameworks, args.configs_per_pair, args.repeats, fresh=args.fresh)
-        rows = [{"round": p.round, "kind": p.kind, "framework": p.config.framework,
-                 "workload": p.workload.name, "optimizer": p.config.optimizer,
-                 "lr": p.config.learning_rate, "batch": p.config.batch_size,
-                 "epochs": p.config.epochs, "threads": p.config.threads.intra_op or "-",
-                 "key": p.key} for p in plan]
-        if args.json:
-            print_json(rows)
-        else:
-            print(format_table(rows, [(k, k, ".4g" if k == "lr" else "") for k in rows[0]]))
-        return 0
+    return parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
+
+
+def _print_plan(args: argparse.Namespace, plan) -> int:
+    from dltune.cli._common import format_table, print_json
+
+    rows = [{"round": p.round, "kind": p.kind, "framework": p.config.framework,
+             "workload": p.workload.name, "optimizer": p.config.optimizer,
+             "lr": p.config.learning_rate, "batch": p.config.batch_size,
+             "epochs": p.config.epochs, "threads": p.config.threads.intra_op or "-",
+             "key": p.key} for p in plan]
+    if args.json:
+        print_json(rows)
+    else:
+        print(format_table(rows, [(k, k, ".4g" if k == "lr" else "") for k in rows[0]]))
+    return 0
+
+
+def _warn_if_loaded() -> None:
     import os
 
     from dltune.config import usable_cores
@@ -64,15 +79,48 @@ def run_build(args: argparse.Namespace) -> int:
     warning = load_warning(os.getloadavg()[0], usable_cores())
     if warning:
         print(warning, file=sys.stderr)
-    result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
-                      args.repeats, fresh=args.fresh, progress=not args.json,
-                      command="dltune " + " ".join(sys.argv[1:]))
+
+
+def _print_result(args: argparse.Namespace, result) -> None:
+    from dltune.cli._common import print_json
+
     if args.json:
         print_json(result.to_dict())
     else:
         print(f"{result.measured} runs measured ({result.failed} failed), "
               f"{result.done_before + result.measured}/{result.planned} of the suite done, "
               f"stopped: {result.stopped_by}; records in {result.folder}")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from dltune.kb import build_kb, plan_suite
+
+    frameworks = _frameworks(args)
+    if args.plan:
+        return _print_plan(args, plan_suite(args.suite, frameworks, args.configs_per_pair,
+                                            args.repeats, fresh=args.fresh))
+    _warn_if_loaded()
+    result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
+                      args.repeats, fresh=args.fresh, progress=not args.json,
+                      command="dltune " + " ".join(sys.argv[1:]))
+    _print_result(args, result)
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from dltune.kb import calibrate_machine, plan_suite
+    from dltune.kb._suite import CALIBRATION_PLAN
+
+    frameworks = _frameworks(args)
+    if args.plan:
+        return _print_plan(args, plan_suite("calibration", frameworks, **CALIBRATION_PLAN))
+    _warn_if_loaded()
+    result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
+                               command="dltune " + " ".join(sys.argv[1:]))
+    _print_result(args, result)
+    if not args.json:
+        print("recommend now includes these runs: the training-time surrogate learns this "
+              "machine's speed from them")
     return 0
 
 

@@ -1,13 +1,15 @@
 """The knowledge base: designed measurement suites, their records and provenance, validation.
 
 ``build_kb`` measures a suite into a resumable folder; ``export_kb`` compresses a folder into the
-package (the shipped knowledge base, ``load_shipped_records``); ``validate_kb`` scores the
+package (the shipped knowledge base, ``load_shipped_records``); ``calibrate_machine`` measures
+how fast this machine runs a few of its workloads; ``validate_kb`` scores the
 surrogates and the recommendation leave-one-workload-out.
 """
 
 from __future__ import annotations
 
 from dltune.kb._build import BuildResult, build_kb, default_build_dir, load_warning
+from dltune.kb._calibrate import calibrate_machine, calibration_dir, calibration_records
 from dltune.kb._store import (
     RecordStore,
     export_kb,
@@ -27,6 +29,9 @@ __all__ = [
     "SuiteWorkload",
     "ValidationReport",
     "build_kb",
+    "calibrate_machine",
+    "calibration_dir",
+    "calibration_records",
     "default_build_dir",
     "export_kb",
     "load_shipped_records",

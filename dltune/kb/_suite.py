@@ -21,7 +21,7 @@ from typing import Any
 from dltune._validation import check_choice, check_int
 from dltune.config import ThreadConfig, TrainConfig
 
-__all__ = ["SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
+__all__ = ["CALIBRATION_PLAN", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
 # Learning-rate range per optimizer: one unit-interval dimension maps to a sensible log range.
 _LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
@@ -85,6 +85,15 @@ SUITES: dict[str, list[SuiteWorkload]] = {
         _syn("mlp", 400, 8, 1, 5, 0.7, max_epochs=3, n_test=100),
     ],
 }
+
+
+# ``dltune kb calibrate``: three of the reference workloads (the same names, hence the same
+# scrambled-Sobol configurations as the knowledge base's first ones) to measure how fast another
+# machine runs what the knowledge base measured: dispatch-bound MLP, small and larger convolutions.
+SUITES["calibration"] = [w for w in SUITES["reference"]
+                         if w.name in ("digits-mlp", "digits-lenet")
+                         or (w.model == "cifar_quick" and w.params.get("n_train") == 800)]
+CALIBRATION_PLAN = {"configs_per_pair": 4, "repeats": 0, "fresh": 0}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The default fitted model: the shipped knowledge base plus the user's own records.
+"""The default fitted model: the shipped knowledge base plus the user's own records (their
+storage's, and this cache's ``dltune kb calibrate`` records).
 
 Fitted models are cached as ``<cache>/surrogates/<key>.npz`` where the key hashes everything
 the fit depends on (model format, the knowledge-base file, the ids of the user's stored
@@ -126,6 +127,7 @@ def fitted_model(
     storage: str | None = "default",
     kb_path: str | Path | None = None,
     refit: bool = False,
+    calibration: bool | None = None,
 ) -> PerformanceModel:
     """The surrogate model for ``recommend``: fitted once, then loaded from the cache.
 
@@ -136,7 +138,11 @@ def fitted_model(
             :func:`default_storage`; None: none.
         kb_path: the knowledge-base file (default: the shipped one).
         refit: ignore the caches.
+        calibration: add the records ``dltune kb calibrate`` keeps in the cache (they teach
+            the training-time surrogate how fast those machines run the shipped knowledge
+            base's workloads); default: when fitting on the shipped knowledge base.
     """
+    from dltune.kb._calibrate import calibration_records
     from dltune.kb._store import load_shipped_records, shipped_kb_path
 
     kb_file = Path(kb_path) if kb_path is not None else shipped_kb_path()
@@ -145,6 +151,8 @@ def fitted_model(
     # The user's records are read every time (SQLite directly: milliseconds); the key hashes
     # their ids, so a storage that changes only by other studies' trials does not force a refit.
     stored = load_storage_records(storage) if storage else []
+    if calibration or (calibration is None and kb_path is None):
+        stored = stored + calibration_records()
     key_parts = [
         FORMAT_VERSION,
         _shipped_digest(kb_file),

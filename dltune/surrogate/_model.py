@@ -22,9 +22,9 @@ from dltune.surrogate._features import (
     workload_vector,
 )
 
-__all__ = ["PerformanceModel", "usable_records"]
+__all__ = ["PerformanceModel", "machine_key", "usable_records"]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -41,6 +41,12 @@ MIN_FRESH_RECORDS = 20
 # every measured machine, and the memory interval when it does (see PerformanceModel.widen).
 HARDWARE_TIME_FACTOR = 3.0
 HARDWARE_MEMORY_FACTOR = 1.5
+# Records a machine other than the knowledge base's needs before its speed is calibrated and it
+# counts as measured (``dltune kb calibrate`` makes 60; see PerformanceModel.fit).
+MIN_MACHINE_RECORDS = 8
+# Records of one framework on such a machine before it gets a speed factor of its own (fewer:
+# the machine's factor over all its frameworks).
+MIN_MACHINE_FRAMEWORK_RECORDS = 3
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -84,6 +90,24 @@ def display_name(workload: dict[str, Any]) -> str:
             parts.append(f"d={p['difficulty']}")
         name = f"{name}[{','.join(parts)}]"
     return f"{name}-{workload.get('model', '?')}"
+
+
+def machine_key(hardware: dict[str, Any]) -> str:
+    """One machine as the training-time calibration tells machines apart: CPU model, logical
+    cores and memory (the 1-core affinity target of a machine is the same machine)."""
+    memory = hardware.get("memory_gb")
+    try:
+        memory = round(float(memory))
+    except (TypeError, ValueError):
+        memory = None
+    return f"{hardware.get('cpu_model')}|{hardware.get('logical_cores')}|{memory}"
+
+
+def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
+             frameworks: Sequence[str]) -> np.ndarray:
+    """Per row, its machine's factor for its framework (1 for an uncalibrated machine)."""
+    return np.exp(np.array([factors[m].get(fw, factors[m]["*"]) if m in factors else 0.0
+                            for m, fw in zip(machines, frameworks, strict=True)]))
 
 
 def _epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
@@ -165,17 +189,101 @@ class PerformanceModel:
         # is that of the epochs it ran.
         ran = [_epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
         X_time = X if all(a is b for a, b in zip(ran, rows, strict=True)) else self.encoder_.transform(ran)
-        self.train_time_.fit(X_time, [d["metrics"]["train_time_s"] for d in data], groups)
+        seconds = np.array([d["metrics"]["train_time_s"] for d in data], dtype=np.float64)
+        machines = [machine_key(d.get("hardware") or {}) for d in data]
+        frameworks = [d["config"]["framework"] for d in data]
+        counts: dict[str, int] = {}
+        for m in machines:
+            counts[m] = counts.get(m, 0) + 1
+        self.reference_machine_ = max(counts, key=lambda m: counts[m])
+        others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
+        self.machine_speed_ = self._fit_per_machine(
+            self.train_time_, X_time, seconds, groups, machines, frameworks, others,
+            MIN_MACHINE_FRAMEWORK_RECORDS)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
         memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else list(range(len(data)))
-        self.memory_.fit(X[memory_rows], [data[i]["metrics"]["peak_rss_mb"] for i in memory_rows],
-                         [groups[i] for i in memory_rows])
+        self.machine_memory_ = self._fit_per_machine(
+            self.memory_, X[memory_rows], np.array([data[i]["metrics"]["peak_rss_mb"] for i in memory_rows]),
+            [groups[i] for i in memory_rows], [machines[i] for i in memory_rows],
+            [frameworks[i] for i in memory_rows], others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
         return self
+
+    @classmethod
+    def _fit_per_machine(cls, est, X: np.ndarray, y: np.ndarray, groups: list[str],
+                         machines: list[str], frameworks: list[str], others: set[str],
+                         min_framework: int, spread: bool = False) -> dict[str, dict[str, float]]:
+        """Fit ``est`` and return the factors of the machines in ``others`` (log, per framework).
+
+        The features say nothing about which machine ran a run, so records of another machine
+        (``dltune kb calibrate``, the user's ``bench`` / ``tune`` runs) would only blur a model
+        fitted on the knowledge base's. Each machine in ``others`` (those other than the one
+        most records come from, with at least :data:`MIN_MACHINE_RECORDS` records) gets a
+        factor per framework: the median of measured over predicted of that framework's rows
+        there (with fewer than ``min_framework``, the machine's median over all its rows), each
+        less the median of the same over the other machines' rows of its workload and framework.
+        The factors are measured against ``est`` fitted on the other machines' rows alone, then
+        ``est`` is refitted on every row, this machine's divided by their factor. Predictions
+        for that machine are multiplied by its factor. Training time: the machine's speed (the
+        intervals stay the knowledge base's: calibration measures 60 runs). Peak memory
+        (new-process runs, one per framework and thread setting in a calibration): what its
+        libraries and page cache add; with ``spread``, the largest deviation of that machine's
+        rows from their factor is kept (``"~"``, log) and widens its intervals each way.
+        """
+        base = [i for i, m in enumerate(machines) if m not in others]
+        if not others or len(base) < 4:
+            est.fit(X, y, groups)
+            return {}
+        # Measured against a fit on the other machines alone: a fit that saw this machine's rows
+        # would have moved towards them and hide part of the factor.
+        est.fit(X[base], y[base], [groups[i] for i in base])
+        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, others, min_framework)
+        if not spread:
+            for entry in factors.values():
+                entry.pop("~")
+        est.fit(X, y / _factors(factors, machines, frameworks), groups)
+        return factors
+
+    @staticmethod
+    def _machine_factors(est, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
+                         frameworks: list[str], others: set[str],
+                         min_framework: int) -> dict[str, dict[str, float]]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_ratio = np.log(y) - np.log(est.predict(X))
+        machines_a, frameworks_a, groups_a = np.array(machines), np.array(frameworks), np.array(groups)
+        # Less the model's own error on the same workload and framework on the other machines
+        # (the knowledge base's): a calibration run of a workload the model under-predicts
+        # everywhere says nothing about the machine.
+        base = ~np.isin(machines_a, sorted(others)) & np.isfinite(log_ratio)
+        for g, fw in {(g, f) for g, f, m in zip(groups, frameworks, machines, strict=True) if m in others}:
+            sel = base & (groups_a == g) & (frameworks_a == fw)
+            if sel.any():
+                log_ratio = np.where((groups_a == g) & (frameworks_a == fw) & ~base,
+                                     log_ratio - np.median(log_ratio[sel]), log_ratio)
+        out = {}
+        for m in sorted(others):
+            on = (machines_a == m) & np.isfinite(log_ratio)
+            if not on.any():
+                continue
+            entry = {"*": float(np.median(log_ratio[on]))}
+            for fw in sorted(set(frameworks_a[on])):
+                sel = on & (frameworks_a == fw)
+                if sel.sum() >= min_framework:
+                    entry[str(fw)] = float(np.median(log_ratio[sel]))
+            # How far the machine's rows scatter around their factor ("~", log).
+            own = np.array([entry.get(str(fw), entry["*"]) for fw in frameworks_a[on]])
+            entry["~"] = float(np.abs(log_ratio[on] - own).max())
+            out[m] = {k: round(v, 6) for k, v in entry.items()}
+        return out
+
+    def calibrated_machines(self) -> list[str]:
+        """The machines whose speed the model knows: the knowledge base's and each calibrated one."""
+        self._check_fitted()
+        return [self.reference_machine_, *sorted(self.machine_speed_)]
 
     def _fit_references(self, data: list[dict[str, Any]]) -> None:
         workloads: dict[str, dict[str, Any]] = {}
@@ -198,7 +306,7 @@ class PerformanceModel:
         hardware: dict[str, dict[str, Any]] = {}
         for d in data:
             hw = d.get("hardware") or {}
-            hardware.setdefault(str(hw.get("target", hw.get("cpu_model"))), {
+            hardware.setdefault(f"{machine_key(hw)}|{hw.get('usable_cores')}", {
                 "target": hw.get("target"), "cpu_model": hw.get("cpu_model"),
                 "usable_cores": hw.get("usable_cores"), "logical_cores": hw.get("logical_cores"),
                 "memory_gb": hw.get("memory_gb"), "gpus": len(hw.get("gpus") or ()),
@@ -244,6 +352,19 @@ class PerformanceModel:
                          ("peak_rss_mb", self.memory_)):
             point, low, high = est.predict_interval(X)
             out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
+        if self.machine_speed_ or self.machine_memory_:
+            keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
+            machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
+            frameworks = [r["config"]["framework"] for r in rows]
+            for metric, factors in (("train_time_s", self.machine_speed_), ("peak_rss_mb", self.machine_memory_)):
+                if factors:
+                    factor = _factors(factors, machines, frameworks)
+                    for key in (metric, f"{metric}_low", f"{metric}_high"):
+                        out[key] = out[key] * factor
+                    # What the machine's own runs scatter around their factor (memory).
+                    widen = np.exp([factors[m].get("~", 0.0) if m in factors else 0.0 for m in machines])
+                    out[f"{metric}_low"] = out[f"{metric}_low"] / widen
+                    out[f"{metric}_high"] = out[f"{metric}_high"] * widen
         return out
 
     def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
@@ -302,10 +423,12 @@ class PerformanceModel:
         return out, notes
 
     def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
-        models = sorted({str(h["cpu_model"]) for h in self.hardware_})
+        calibrated = set(self.calibrated_machines())
+        models = sorted({str(h["cpu_model"]) for h in self.hardware_ if machine_key(h) in calibrated})
         reasons = []
         if str(hardware.get("cpu_model")) not in models:
-            reasons.append(f"CPU {hardware.get('cpu_model')!r} was never measured (measured: {', '.join(models)})")
+            reasons.append(f"CPU {hardware.get('cpu_model')!r} was never measured (measured: {', '.join(models)}; "
+                           f"`dltune kb calibrate` measures this machine in a few minutes)")
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
         usable = hardware.get("usable_cores", hardware.get("logical_cores"))
         if cores and usable is not None and not (min(cores) <= usable <= max(cores)):
@@ -348,6 +471,8 @@ class PerformanceModel:
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
             "frameworks": self.frameworks_, "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
+            "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
+            "machine_memory": self.machine_memory_,
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -385,6 +510,9 @@ class PerformanceModel:
         model.frameworks_ = state["frameworks"]
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]
+        model.reference_machine_ = state["reference_machine"]
+        model.machine_speed_ = state["machine_speed"]
+        model.machine_memory_ = state["machine_memory"]
         return model
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002

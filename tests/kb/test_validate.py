@@ -57,7 +57,7 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     done = cli("kb", "build", "--suite", "huge", "--plan")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "dltune kb: error: The 'suite' parameter must be one of {'reference', 'tiny'}. Got 'huge' instead."
+        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'reference', 'tiny'}. Got 'huge' instead."
     ]
 
 
@@ -83,3 +83,17 @@ def test_noise_floor_from_repeats():
     flat = _noise(runs, np.full(40, 0.9) + np.linspace(0, 0.01, 40))
     assert flat["accuracy_spearman_ceiling"] < 0.5  # but does reorder configurations 0.03 points apart
     assert _noise(runs[-1:], np.ones(3))["accuracy_spearman_ceiling"] is None
+
+
+def test_cli_calibrate_plan_repeats_the_reference_suites_first_configurations(cli):
+    done = cli("kb", "calibrate", "--frameworks", "numpy", "--plan", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    from dltune.kb import plan_suite
+
+    reference = {p.key for p in plan_suite("reference", ["numpy"], configs_per_pair=4, repeats=0, fresh=0)}
+    # 3 workloads x (4 space-filling + the preset), each one the knowledge base measured too.
+    assert len(rows) == 15 and {r["key"] for r in rows} <= reference
+    assert {r["workload"] for r in rows} == {"digits-mlp", "digits-lenet",
+                                             "synthetic[channels=3,classes=10,difficulty=0.4,height=32,"
+                                             "n_test=200,n_train=800,width=32]-cifar_quick"}

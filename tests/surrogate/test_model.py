@@ -172,3 +172,105 @@ def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
     with_user = fitted_model(storage=url, kb_path=tiny_kb / "records.jsonl")
     without = fitted_model(storage=None, kb_path=tiny_kb / "records.jsonl")
     assert with_user.n_records_ == without.n_records_ + 2
+
+
+OTHER = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
+         "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+
+
+def _on_another_machine(records, n, slower, memory=1.5):
+    """Copies of ``n`` records (every other one, so every workload has some) as if measured on
+    another machine ``slower`` times slower, whose processes hold ``memory`` times the RSS."""
+    out = []
+    for i, d in enumerate((records[::2] + records[1::2])[:n]):
+        out.append(dict(d, id=f"other-{i}", hardware=dict(d["hardware"], **OTHER),
+                        metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower,
+                                     peak_rss_mb=d["metrics"]["peak_rss_mb"] * memory)))
+    return out
+
+
+def test_another_machines_records_calibrate_its_speed_without_blurring_the_reference(tiny_kb):
+    from dltune.surrogate._model import MIN_MACHINE_RECORDS
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    other = _on_another_machine(records, 14, slower=3.0)
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + other)
+    here_rows = [record_row(d) for d in records]
+    there_rows = [dict(row, hardware=dict(row["hardware"], **OTHER)) for row in here_rows]
+    here, there = model.predict(here_rows), model.predict(there_rows)
+    # The other machine's predictions are about 3x this one's (its 14 runs of a few ms each are
+    # noisy); this one's stay what they were alone; memory 1.5x.
+    ratio = there["train_time_s"] / here["train_time_s"]
+    assert 2.2 < np.median(ratio) < 4.0
+    assert np.median(here["train_time_s"] / base.predict(here_rows)["train_time_s"]) == pytest.approx(1.0, rel=0.05)
+    assert np.median(there["peak_rss_mb"] / here["peak_rss_mb"]) == pytest.approx(1.5, rel=0.1)
+    measured = np.array([d["metrics"]["train_time_s"] for d in other])
+    calibrated = model.predict([record_row(d) for d in other])["train_time_s"]
+    uncalibrated = base.predict([record_row(d) for d in other])["train_time_s"]
+    assert np.median(np.abs(np.log(calibrated / measured))) < 0.5 * np.median(np.abs(np.log(uncalibrated / measured)))
+    assert np.all(there["train_time_s_low"] <= there["train_time_s"])
+    assert np.all(there["train_time_s"] <= there["train_time_s_high"])
+    assert model.calibrated_machines()[1:] == ["Other CPU|2|16"]
+    # Calibrated: no longer "never measured"; uncalibrated (too few runs): still flagged.
+    meta, hardware = there_rows[0]["meta"], there_rows[0]["hardware"]
+    assert not any("never measured" in r for r in model.novelty(meta, hardware)[1])
+    few = PerformanceModel(max_iter=20, calibrate=False).fit(
+        records + _on_another_machine(records, MIN_MACHINE_RECORDS - 1, 3.0))
+    assert few.machine_speed_ == {} and few.machine_memory_ == {}
+    reasons = few.novelty(meta, hardware)[1]
+    assert any("'Other CPU' was never measured" in r and "dltune kb calibrate" in r for r in reasons)
+    assert np.allclose(few.predict(there_rows[:5])["train_time_s"], few.predict(here_rows[:5])["train_time_s"])
+
+
+def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + _on_another_machine(records, 14, 2.0))
+    loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
+    rows = [record_row(d) for d in _on_another_machine(records, 6, 2.0)]
+    assert loaded.machine_speed_ == model.machine_speed_ and loaded.machine_memory_ == model.machine_memory_
+    a, b = loaded.predict(rows), model.predict(rows)
+    assert all(np.allclose(a[k], b[k]) for k in a)
+
+
+def test_fitted_model_includes_this_caches_calibration_records(tiny_kb):
+    from dltune.kb import calibration_dir
+
+    kb = tiny_kb / "records.jsonl"
+    clear_memory_cache()
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    other = _on_another_machine(records, 14, 3.0)
+    folder = calibration_dir(other[0]["hardware"])
+    store = RecordStore(folder)
+    try:
+        from dltune.measure import Measurement
+
+        for d in other:
+            store.append(Measurement.from_dict(d), {"key": d["id"], "suite": "calibration"})
+        model = fitted_model(storage=None, kb_path=kb, calibration=True)
+        assert "Other CPU|2|16" in model.machine_speed_
+        # By default only a fit on the shipped knowledge base adds them (they calibrate its workloads).
+        assert fitted_model(storage=None, kb_path=kb).machine_speed_ == {}
+    finally:
+        import shutil
+
+        shutil.rmtree(folder)
+        clear_memory_cache()
+
+
+def test_a_calibrated_machines_memory_scatter_widens_its_memory_interval(tiny_kb):
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    other = _on_another_machine(records, 14, 2.0)
+    for i, d in enumerate(other):  # +-25 % around 1.5x: the page cache's doing, say
+        d["metrics"] = dict(d["metrics"], peak_rss_mb=d["metrics"]["peak_rss_mb"] * (1.25 if i % 2 else 0.8))
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + other)
+    assert model.machine_memory_["Other CPU|2|16"]["~"] > np.log(1.2)
+    rows = [dict(record_row(d), hardware=dict(d["hardware"], **OTHER)) for d in records]
+    there = model.predict(rows)
+    spread = model.machine_memory_["Other CPU|2|16"].pop("~")
+    narrow = model.predict(rows)
+    assert np.allclose(there["peak_rss_mb"], narrow["peak_rss_mb"])
+    assert np.allclose(there["peak_rss_mb_high"], narrow["peak_rss_mb_high"] * np.exp(spread))
+    assert np.allclose(there["peak_rss_mb_low"], narrow["peak_rss_mb_low"] / np.exp(spread))
+    # Training time keeps the knowledge base's interval (no spread kept for it).
+    assert "~" not in model.machine_speed_["Other CPU|2|16"]

@@ -1,0 +1,59 @@
+"""``dltune kb calibrate``: measure how fast this machine runs what the knowledge base measured.
+
+The shipped knowledge base was measured on one machine. On another, the surrogates' training
+times are off by whatever that machine's speed is (a 2-vCPU Intel Xeon VM ran the knowledge
+base's digits LeNet about 3x slower than the build machine) and ``recommend`` can only flag the
+hardware and widen the interval. Calibration measures a small suite here (the first
+configurations of three reference workloads, about 60 runs); the records are kept in
+``<cache>/kb/calibration-<machine>/`` and every fitted model includes them, so the training-time
+surrogate learns this machine's speed factor per framework (``PerformanceModel.fit``) and the
+machine counts as measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dltune.kb._build import BuildResult, build_kb
+from dltune.kb._store import read_jsonl
+from dltune.kb._suite import CALIBRATION_PLAN
+
+__all__ = ["calibrate_machine", "calibration_dir", "calibration_records"]
+
+
+def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
+    """This machine's (or ``hardware``'s) calibration folder under the cache."""
+    from dltune._paths import cache_dir
+    from dltune.surrogate._model import machine_key
+
+    if hardware is None:
+        from dltune.hardware import Hardware
+
+        hardware = Hardware.detect().to_dict()
+    digest = hashlib.sha256(machine_key(hardware).encode()).hexdigest()[:10]
+    return cache_dir() / "kb" / f"calibration-{digest}"
+
+
+def calibrate_machine(
+    frameworks: list[str] | None = None,
+    out: str | Path | None = None,
+    budget_hours: float | None = None,
+    progress: bool | Callable[[dict[str, Any]], None] = False,
+    command: str | None = None,
+) -> BuildResult:
+    """Measure the calibration suite on this machine (resumable, like :func:`build_kb`)."""
+    return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
+                    budget_hours, progress=progress, command=command, **CALIBRATION_PLAN)
+
+
+def calibration_records() -> list[dict[str, Any]]:
+    """Every calibration record in the cache (any machine's: each is calibrated on its own)."""
+    from dltune._paths import cache_dir
+
+    records: list[dict[str, Any]] = []
+    for path in sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")):
+        records.extend(e for e in read_jsonl(path) if e.get("status") == "ok")
+    return records
