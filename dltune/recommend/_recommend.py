@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
+    from dltune.surrogate._model import machine_key
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -302,6 +304,11 @@ def recommend(
     ood, reasons, nearest = perf.novelty(meta, hw_dict)
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
+    speed = perf.machine_speed_.get(machine_key(hw_dict))
+    if speed:
+        factor = math.exp(speed.get(chosen.config.framework, speed["*"]))
+        reason += (f" Training times are scaled to this machine's measured speed ({factor:.2g}x the "
+                   f"knowledge base machine's for {chosen.config.framework}, from its calibration runs).")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,

@@ -97,6 +97,29 @@ def test_alien_hardware_is_flagged_not_confident(kb, workload):
     assert all(np.isfinite(t) and t < 1000 * local.predicted["train_time_s"][2] for t in times), times
 
 
+def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workload, tiny_kb):
+    """Records of another machine (what ``dltune kb calibrate`` writes there) scale its predicted
+    training times and stop the "never measured" flag; without them it is flagged."""
+    from dltune.kb import RecordStore
+
+    other = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
+             "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][::2]
+    runs = [dict(d, id=f"there-{i}", hardware=dict(d["hardware"], **other),
+                 metrics=dict(d["metrics"], train_time_s=3.0 * d["metrics"]["train_time_s"]))
+            for i, d in enumerate(records)]
+    plain = recommend(workload, hardware=other, knowledge_base=kb, storage=None, objective="accuracy")
+    assert any("'Other CPU' was never measured" in r for r in plain.ood_reasons)
+    rec = recommend(workload, hardware=other, records=runs, knowledge_base=kb, storage=None,
+                    objective="accuracy")
+    assert not any("never measured" in r for r in rec.ood_reasons)
+    assert "scaled to this machine's measured speed" in rec.reason
+    here = recommend(workload, records=runs, knowledge_base=kb, storage=None, objective="accuracy")
+    assert "scaled to" not in here.reason
+    assert rec.config == here.config
+    assert 2.0 < rec.predicted["train_time_s"][0] / here.predicted["train_time_s"][0] < 4.5
+
+
 def test_hardware_from_json_file(kb, workload, tmp_path):
     path = tmp_path / "hw.json"
     path.write_text(json.dumps(ALIEN))
