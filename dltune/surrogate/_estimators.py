@@ -207,6 +207,10 @@ class QuantileGBMRegressor:
         return self
 
 
+# Rows of one workload predicted together before AccuracySurrogate reorders them by its order model.
+MIN_ORDER_ROWS = 10
+
+
 class AccuracySurrogate(QuantileGBMRegressor):
     """Test accuracy in [0, 1], learned relative to what the workload allows.
 
@@ -221,10 +225,20 @@ class AccuracySurrogate(QuantileGBMRegressor):
     (log number of classes) no prediction falls below chance: a ratio learnt from a diverged
     run on an easy workload (100x the reference's error) means "guessing" on a hard one, not
     a negative accuracy. Without reference columns the trees learn the accuracy itself.
+
+    With ``workload_columns`` (the columns that identify a workload) a second ensemble learns
+    the *order* of configurations within a workload: each row's rank among its workload's rows
+    (``groups`` at fit, else equal workload columns), scaled to [0, 1]. Squared error on the
+    ratio is dominated by the few runs that diverge (100x the reference's error); ranks weigh
+    every run alike, which is what ordering the good configurations needs. Where at least
+    :data:`MIN_ORDER_ROWS` rows of one workload are predicted together (a recommendation's
+    candidates, a workload's measured runs), the point predictions are the same values
+    reassigned in that learnt order: the value model says how accurate the workload's
+    configurations are, the order model which of them is which.
     """
 
     def __init__(self, reference_columns: tuple[int, ...] = (), n_test_column: int | None = None,
-                 classes_column: int | None = None,
+                 classes_column: int | None = None, workload_columns: tuple[int, ...] = (),
                  coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
@@ -234,11 +248,62 @@ class AccuracySurrogate(QuantileGBMRegressor):
         self.reference_columns = reference_columns
         self.n_test_column = n_test_column
         self.classes_column = classes_column
+        self.workload_columns = workload_columns
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"reference_columns": tuple(self.reference_columns),
                 "n_test_column": self.n_test_column, "classes_column": self.classes_column,
-                **super().get_params(deep)}
+                "workload_columns": tuple(self.workload_columns), **super().get_params(deep)}
+
+    def _workload_groups(self, X: np.ndarray) -> np.ndarray:
+        """A group id per row: rows with equal workload columns are one workload."""
+        keys = np.nan_to_num(X[:, list(self.workload_columns)], nan=-1e300)
+        return np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+
+    def fit(self, X: Any, y: Any, groups: Any = None) -> AccuracySurrogate:
+        super().fit(X, y, groups)
+        self.order_ = None
+        if len(self.workload_columns):
+            X = np.asarray(X, dtype=np.float64)
+            t = self._to_target(X, np.asarray(y, dtype=np.float64).ravel())
+            ok = np.isfinite(t)
+            labels = np.asarray(groups).ravel()[ok] if groups is not None else self._workload_groups(X[ok])
+            X, t = X[ok], t[ok]
+            rank = np.zeros(len(t))
+            for label in np.unique(labels):
+                rows = np.flatnonzero(labels == label)
+                if len(rows) > 1:
+                    rank[rows] = np.argsort(np.argsort(t[rows], kind="stable"), kind="stable") / (len(rows) - 1)
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(1):
+                self.order_ = compile_hist_gbm(self._gbm("squared_error").fit(self._trees_X(X), rank))
+        return self
+
+    def _point_target(self, X: np.ndarray) -> np.ndarray:
+        point = super()._point_target(X)
+        if getattr(self, "order_", None) is None or len(X) < MIN_ORDER_ROWS:
+            return point
+        order = self.order_.predict(self._trees_X(X))
+        ids = self._workload_groups(X)
+        for g in np.unique(ids):
+            rows = np.flatnonzero(ids == g)
+            if len(rows) >= MIN_ORDER_ROWS:
+                # The value model's values, the order model's order (lowest error ratio first).
+                point[rows[np.argsort(order[rows], kind="stable")]] = np.sort(point[rows])
+        return point
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        arrays = super().to_arrays(prefix)
+        if getattr(self, "order_", None) is not None:
+            arrays.update(self.order_.to_arrays(f"{prefix}order_"))
+        return arrays
+
+    def load_arrays(self, arrays, prefix: str) -> AccuracySurrogate:
+        super().load_arrays(arrays, prefix)
+        has_order = any(str(k).startswith(f"{prefix}order_") for k in arrays)
+        self.order_ = TreeArrays.from_arrays(arrays, f"{prefix}order_") if has_order else None
+        return self
 
     def _chance(self, X: np.ndarray) -> np.ndarray:
         if self.classes_column is None:

@@ -24,7 +24,7 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "machine_key", "usable_records"]
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -164,6 +164,7 @@ class PerformanceModel:
                                                      names.index("landmark_1nn")),
                                   n_test_column=names.index("log_n_test"),
                                   classes_column=names.index("log_num_classes"),
+                                  workload_columns=tuple(names.index(n) for n, _, _ in WORKLOAD_FEATURES),
                                   tree_columns=accuracy_trees, max_iter=self.max_iter, **kw),
                 TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,

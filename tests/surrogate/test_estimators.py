@@ -181,3 +181,50 @@ def test_groups_hold_out_whole_groups_in_the_conformal_calibration():
     assert by_group.widen_ > by_row.widen_
     with pytest.raises(ParameterError, match=r"The 'groups' parameter must hold one label per row \(320\). Got 3 instead."):
         QuantileGBMRegressor(max_iter=5).fit(X, y, groups=[1, 2, 3])
+
+
+def _rank_corr(a, b):
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _workloads_with_divergence(seed=0):
+    """Six workloads (column 0 tells them apart, column 1 is their landmark) x 40 configurations
+    (column 2, a log learning rate): the error falls with the learning rate until it diverges
+    to chance. Ranks within a workload depend on the learning rate alone."""
+    rng = np.random.default_rng(seed)
+    rows, acc, groups = [], [], []
+    for w in range(6):
+        landmark = 0.7 + 0.04 * w
+        lr = rng.uniform(-4, 0, 40)
+        err = (1 - landmark) * np.exp(-(lr + 4)) * (1 + 0.05 * rng.normal(size=40))
+        err = np.where(lr > -0.6, 0.9, err)  # diverged: chance
+        rows.append(np.column_stack([np.full(40, w), np.full(40, landmark), lr]))
+        acc.append(np.clip(1 - err, 0, 1))
+        groups += [w] * 40
+    return np.vstack(rows), np.concatenate(acc), np.array(groups)
+
+
+def test_accuracy_order_model_reorders_a_workloads_values():
+    X, y, groups = _workloads_with_divergence()
+    kw = dict(reference_columns=(1,), tree_columns=(1, 2), max_iter=40, calibrate=False)
+    plain = AccuracySurrogate(**kw).fit(X, y, groups)
+    ordered = AccuracySurrogate(workload_columns=(0, 1), **kw).fit(X, y, groups)
+    assert plain.order_ is None and ordered.order_ is not None
+    one = X[groups == 2]
+    # The same values as the value model's, in the order model's order (lowest error first).
+    assert np.allclose(np.sort(ordered.predict(one)), np.sort(plain.predict(one)))
+    point = ordered._point_target(one)
+    order = ordered.order_.predict(one[:, [1, 2]])
+    assert np.all(np.diff(point[np.argsort(order, kind="stable")]) >= 0)
+    # It learnt the order: the rank correlation with the measured accuracy stays high.
+    assert _rank_corr(ordered.predict(one), y[groups == 2]) > 0.9
+    # Fewer rows than MIN_ORDER_ROWS: the value model alone.
+    assert np.allclose(ordered.predict(one[:3]), plain.predict(one[:3]))
+    # Saved and restored with its order model.
+    restored = AccuracySurrogate(workload_columns=(0, 1), **kw)
+    restored.load_arrays(ordered.to_arrays("a."), "a.")
+    assert np.allclose(restored.predict(one), ordered.predict(one))
+    two = np.vstack([X[groups == 2], X[groups == 4]])  # two workloads in one call: each on its own
+    both = ordered.predict(two)
+    assert np.allclose(both[:40], ordered.predict(X[groups == 2])) and np.allclose(both[40:], ordered.predict(X[groups == 4]))
