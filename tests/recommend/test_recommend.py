@@ -177,6 +177,10 @@ def test_parent_process_imports_no_framework(kb):
     code = (
         "import sys, dltune; "
         f"r = dltune.recommend('digits', model='mlp', knowledge_base={str(kb)!r}, storage=None); "
+        # Importing the package of the same name binds it as dltune.recommend: still callable.
+        "from dltune.recommend import Recommendation; "
+        f"r2 = dltune.recommend('digits', model='mlp', knowledge_base={str(kb)!r}, storage=None); "
+        "assert isinstance(r2, Recommendation) and r2.config == r.config; "
         "bad = [m for m in ('torch', 'tensorflow', 'mxnet', 'theano') if m in sys.modules]; "
         "assert not bad, bad; print(r.framework)"
     )
