@@ -29,7 +29,8 @@ NOISE_NOTE = (
 )
 
 
-def load_warning(load_1m: float, cores: int) -> str | None:
+def load_warning(load_1m: float, cores: int,
+                 advice: str = "build a knowledge base others will rely on") -> str | None:
     """A warning when the machine is busy before a build starts (None when it is quiet).
 
     With as many threads as cores, any other runnable process stalls a training step's thread
@@ -41,7 +42,7 @@ def load_warning(load_1m: float, cores: int) -> str | None:
     return (
         f"warning: the 1-minute load average is {load_1m:.1f} on {cores} usable cores: other work "
         "is running. Training times measured now carry its noise (each record keeps kb.load_1m); "
-        "build a knowledge base others will rely on while the machine is otherwise idle."
+        f"{advice} while the machine is otherwise idle."
     )
 
 

@@ -95,3 +95,28 @@ def test_a_busy_machine_is_warned_about_before_a_build():
     assert message.startswith("warning: the 1-minute load average is 3.0 on 2 usable cores")
     assert "kb.load_1m" in message
     assert load_warning(3.0, 8) is None
+
+
+def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tmp_path):
+    from dltune.hardware import Hardware
+    from dltune.kb import calibrate_machine, calibration_dir, calibration_records
+
+    result = calibrate_machine(["numpy"], out=tmp_path / "cal", budget_hours=1e-9, command="dltune kb calibrate")
+    assert result.planned == 15 and result.measured == 1 and result.stopped_by == "budget"
+    [entry] = RecordStore(tmp_path / "cal").entries()
+    assert entry["kb"]["suite"] == "calibration" and entry["workload"]["model"] == "mlp"
+    provenance = json.loads((tmp_path / "cal" / "provenance.json").read_text())
+    assert provenance["sessions"][-1]["command"] == "dltune kb calibrate"
+    # The default folder is this machine's, under the cache, where fits look for them.
+    here = Hardware.detect().to_dict()
+    assert calibration_dir() == calibration_dir(here) != calibration_dir(dict(here, cpu_model="Other"))
+    assert calibration_dir().parent.name == "kb" and calibration_dir().name.startswith("calibration-")
+    before = len(calibration_records())
+    folder = calibration_dir(dict(here, cpu_model="Test CPU"))
+    try:
+        RecordStore(folder).append(RecordStore(tmp_path / "cal").records()[0], entry["kb"])
+        assert len(calibration_records()) == before + 1
+    finally:
+        import shutil
+
+        shutil.rmtree(folder)
