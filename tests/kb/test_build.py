@@ -97,26 +97,30 @@ def test_a_busy_machine_is_warned_about_before_a_build():
     assert load_warning(3.0, 8) is None
 
 
-def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tmp_path):
+def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny_kb, monkeypatch):
+    import dltune.kb._calibrate as calibrate
     from dltune.hardware import Hardware
     from dltune.kb import calibrate_machine, calibration_dir, calibration_records
 
-    result = calibrate_machine(["numpy"], out=tmp_path / "cal", budget_hours=1e-9, command="dltune kb calibrate")
-    assert result.planned == 15 and result.measured == 1 and result.stopped_by == "budget"
-    [entry] = RecordStore(tmp_path / "cal").entries()
-    assert entry["kb"]["suite"] == "calibration" and entry["workload"]["model"] == "mlp"
-    provenance = json.loads((tmp_path / "cal" / "provenance.json").read_text())
-    assert provenance["sessions"][-1]["command"] == "dltune kb calibrate"
-    # The default folder is this machine's, under the cache, where fits look for them.
+    calls = []
+    monkeypatch.setattr(calibrate, "build_kb", lambda *a, **kw: calls.append((a, kw)) or "result")
+    assert calibrate_machine(["numpy"], budget_hours=0.5) == "result"
+    [(args, kwargs)] = calls
+    assert args == ("calibration", calibration_dir(), ["numpy"], 0.5)
+    assert kwargs["configs_per_pair"] == 4 and kwargs["repeats"] == 0 and kwargs["fresh"] == 0
+    monkeypatch.undo()
+    # The default folder is this machine's, under the cache, where fits look for records.
     here = Hardware.detect().to_dict()
     assert calibration_dir() == calibration_dir(here) != calibration_dir(dict(here, cpu_model="Other"))
     assert calibration_dir().parent.name == "kb" and calibration_dir().name.startswith("calibration-")
+    record = RecordStore(tiny_kb).records()[:2]
     before = len(calibration_records())
     folder = calibration_dir(dict(here, cpu_model="Test CPU"))
     try:
-        RecordStore(folder).append(RecordStore(tmp_path / "cal").records()[0], entry["kb"])
-        assert len(calibration_records()) == before + 1
+        for r in record:
+            RecordStore(folder).append(r, {"suite": "calibration"})
+        assert len(calibration_records()) == before + 2
     finally:
         import shutil
 
-        shutil.rmtree(folder)
+        shutil.rmtree(folder, ignore_errors=True)
