@@ -278,7 +278,7 @@ class PerformanceModel:
             # How far the machine's rows scatter around their factor ("~", log).
             own = np.array([entry.get(str(fw), entry["*"]) for fw in frameworks_a[on]])
             entry["~"] = float(np.abs(log_ratio[on] - own).max())
-            out[m] = {k: round(v, 6) for k, v in entry.items()}
+            out[m] = entry
         return out
 
     def calibrated_machines(self) -> list[str]:

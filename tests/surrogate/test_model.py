@@ -205,10 +205,13 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     # The other machine's speed does not move this one's predictions (it is divided out before
     # the refit), and its predictions are exactly 3x (memory 1.5x) those of an as-fast machine.
     here_same, there_same = same.predict(here_rows), same.predict(there_rows)
-    for key in ("train_time_s", "peak_rss_mb"):
-        assert np.allclose(here[key], here_same[key], rtol=1e-4)
-    assert np.allclose(there["train_time_s"] / there_same["train_time_s"], 3.0, rtol=1e-4)
-    assert np.allclose(there["peak_rss_mb"] / there_same["peak_rss_mb"], 1.5, rtol=1e-4)
+    assert np.allclose(here["train_time_s"], here_same["train_time_s"], rtol=1e-6)
+    assert np.allclose(there["train_time_s"] / there_same["train_time_s"], 3.0, rtol=1e-6)
+    # Memory is trees: a last-bit difference in a refit target can flip a split whose gains tie,
+    # so most rows, not all, agree to the last digit.
+    assert np.mean(np.isclose(here["peak_rss_mb"], here_same["peak_rss_mb"], rtol=1e-6)) >= 0.8
+    assert np.mean(np.isclose(there["peak_rss_mb"] / there_same["peak_rss_mb"], 1.5, rtol=1e-6)) >= 0.8
+    assert np.median(there["peak_rss_mb"] / there_same["peak_rss_mb"]) == pytest.approx(1.5, rel=1e-3)
     key = "Other CPU|2|16"
     assert model.machine_speed_[key]["numpy"] - same.machine_speed_[key]["numpy"] == pytest.approx(np.log(3.0), abs=1e-5)
     # And it predicts that machine's runs far better than the knowledge base's machine alone.
