@@ -70,13 +70,13 @@ def _print_plan(args: argparse.Namespace, plan) -> int:
     return 0
 
 
-def _warn_if_loaded(advice: str = "build a knowledge base others will rely on") -> None:
+def _warn_if_loaded(**advice: str) -> None:
     import os
 
     from dltune.config import usable_cores
     from dltune.kb import load_warning
 
-    warning = load_warning(os.getloadavg()[0], usable_cores(), advice)
+    warning = load_warning(os.getloadavg()[0], usable_cores(), **advice)
     if warning:
         print(warning, file=sys.stderr)
 
@@ -114,7 +114,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     frameworks = _frameworks(args)
     if args.plan:
         return _print_plan(args, plan_suite("calibration", frameworks, **CALIBRATION_PLAN))
-    _warn_if_loaded("calibrate (every prediction for this machine will be scaled by it)")
+    _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
                                command="dltune " + " ".join(sys.argv[1:]))
     _print_result(args, result)

@@ -173,7 +173,7 @@ def validate_kb(
     from dltune.measure import load_records
     from dltune.recommend._recommend import OBJECTIVES, pick
     from dltune.surrogate import PerformanceModel, record_row, usable_records
-    from dltune.surrogate._model import _epochs_ran, display_name, workload_label
+    from dltune.surrogate._model import display_name, epochs_ran, workload_label
 
     check_choice("objective", objective, OBJECTIVES)
     started = time.monotonic()
@@ -202,7 +202,7 @@ def validate_kb(
         # The time model is asked about the epochs each run trained: a run stopped early
         # (diverged) took the time of the epochs it ran, which no time model can foresee from
         # the configuration. ``as configured`` scores the configured epochs too.
-        ran_rows = [_epochs_ran(d, row) for d, row in zip(held, held_rows, strict=True)]
+        ran_rows = [epochs_ran(d, row) for d, row in zip(held, held_rows, strict=True)]
         stopped = np.array([a is not b for a, b in zip(ran_rows, held_rows, strict=True)])
         t_pred = model.predict(ran_rows) if stopped.any() else pred
         t_true = np.array([d["metrics"]["train_time_s"] for d in held])

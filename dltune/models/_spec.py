@@ -240,9 +240,7 @@ class ModelSpec:
         """Output elements of the convolution layers for one sample: work done per output
         element rather than per multiply-add (bias, unfolding the input into and folding the
         gradient back out of the matrix product) that FLOPs do not capture."""
-        shapes = self.shapes()
-        return int(sum(int(np.prod(layer.output_shape(shape)))
-                       for layer, shape in zip(self.layers, shapes[:-1], strict=True)
+        return int(sum(int(np.prod(out)) for layer, out in zip(self.layers, self.shapes()[1:], strict=True)
                        if isinstance(layer, Conv2D)))
 
     def cost_features(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dltune.surrogate._features import (
     workload_vector,
 )
 
-__all__ = ["PerformanceModel", "machine_key", "usable_records"]
+__all__ = ["PerformanceModel", "epochs_ran", "machine_key", "usable_records"]
 
 FORMAT_VERSION = 8
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
@@ -110,7 +110,9 @@ def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
                             for m, fw in zip(machines, frameworks, strict=True)]))
 
 
-def _epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+def epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the epochs its record's run trained (fewer than configured if it stopped
+    early); ``row`` itself when they are the configured ones."""
     ran = (data.get("metrics") or {}).get("epochs_run")
     if ran and ran != row["config"].get("epochs"):
         return dict(row, config=dict(row["config"], epochs=ran))
@@ -188,7 +190,7 @@ class PerformanceModel:
         self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data], groups)
         # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
         # is that of the epochs it ran.
-        ran = [_epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
+        ran = [epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
         X_time = X if all(a is b for a, b in zip(ran, rows, strict=True)) else self.encoder_.transform(ran)
         seconds = np.array([d["metrics"]["train_time_s"] for d in data], dtype=np.float64)
         machines = [machine_key(d.get("hardware") or {}) for d in data]
@@ -242,17 +244,15 @@ class PerformanceModel:
         # Measured against a fit on the other machines alone: a fit that saw this machine's rows
         # would have moved towards them and hide part of the factor.
         est.fit(X[base], y[base], [groups[i] for i in base])
-        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, others, min_framework)
-        if not spread:
-            for entry in factors.values():
-                entry.pop("~")
+        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, others, min_framework,
+                                       spread)
         est.fit(X, y / _factors(factors, machines, frameworks), groups)
         return factors
 
     @staticmethod
     def _machine_factors(est, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
                          frameworks: list[str], others: set[str],
-                         min_framework: int) -> dict[str, dict[str, float]]:
+                         min_framework: int, spread: bool) -> dict[str, dict[str, float]]:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.log(y) - np.log(est.predict(X))
         machines_a, frameworks_a, groups_a = np.array(machines), np.array(frameworks), np.array(groups)
@@ -275,9 +275,9 @@ class PerformanceModel:
                 sel = on & (frameworks_a == fw)
                 if sel.sum() >= min_framework:
                     entry[str(fw)] = float(np.median(log_ratio[sel]))
-            # How far the machine's rows scatter around their factor ("~", log).
-            own = np.array([entry.get(str(fw), entry["*"]) for fw in frameworks_a[on]])
-            entry["~"] = float(np.abs(log_ratio[on] - own).max())
+            if spread:  # how far the machine's rows scatter around their factor ("~", log)
+                own = np.array([entry.get(str(fw), entry["*"]) for fw in frameworks_a[on]])
+                entry["~"] = float(np.abs(log_ratio[on] - own).max())
             out[m] = entry
         return out
 
