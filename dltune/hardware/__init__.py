@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from dltune.hardware._hardware import Hardware, hardware_command
+from dltune.hardware._hardware import Hardware, cpu_identity, hardware_command
 
-__all__ = ["Hardware", "hardware_command"]
+__all__ = ["Hardware", "cpu_identity", "hardware_command"]

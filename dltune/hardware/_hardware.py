@@ -19,11 +19,24 @@ from typing import Any
 
 from dltune._errors import ParameterError
 
-__all__ = ["Hardware", "hardware_command"]
+__all__ = ["Hardware", "cpu_identity", "hardware_command"]
 
-# Fields that identify a hardware target; everything else is descriptive.
+# Fields that identify a hardware target (with the CPU's instruction-set extensions, below);
+# everything else is descriptive.
 _IDENTITY = ("machine", "cpu_model", "physical_cores", "logical_cores", "usable_cores", "memory_gb", "gpus")
 _FLAGS_OF_INTEREST = ("avx", "avx2", "avx512f", "avx512_vnni", "amx_tile", "fma", "sse4_2", "neon", "asimd")
+# The extensions that make the same CPU model string train at another speed: a hypervisor often
+# reports only "AMD EPYC", and two such 2-vCPU VMs trained the same runs 3x apart, the faster
+# one with AVX-512 (docs/recommendation.md).
+_ISA_FLAGS = ("amx_tile", "avx512f", "avx2", "asimd")
+
+
+def cpu_identity(hardware: dict[str, Any]) -> str:
+    """A CPU as dltune tells CPUs apart: the model string plus the speed-relevant instruction-set
+    extensions, e.g. ``'AMD EPYC [avx512f avx2]'`` (the bare model when no flags are known)."""
+    flags = set(hardware.get("cpu_flags") or ())
+    isa = [f for f in _ISA_FLAGS if f in flags]
+    return f"{hardware.get('cpu_model')} [{' '.join(isa)}]" if isa else str(hardware.get("cpu_model"))
 
 
 def _cpu_info() -> tuple[str, list[str]]:
@@ -129,6 +142,7 @@ class Hardware:
         """A stable 12-hex-digit identity of this target (same machine, same cores: same value)."""
         data = self.to_dict()
         identity = {k: data[k] for k in _IDENTITY}
+        identity["cpu_model"] = cpu_identity(data)
         identity["memory_gb"] = round(float(identity["memory_gb"]))
         identity["gpus"] = [g.get("name") for g in identity["gpus"]]
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
+from dltune.hardware._hardware import cpu_identity
 from dltune.surrogate._estimators import AccuracySurrogate, MemorySurrogate, TrainTimeSurrogate
 from dltune.surrogate._features import (
     HARDWARE_FEATURES,
@@ -24,7 +25,7 @@ from dltune.surrogate._features import (
 
 __all__ = ["PerformanceModel", "epochs_ran", "machine_key", "usable_records"]
 
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -93,14 +94,15 @@ def display_name(workload: dict[str, Any]) -> str:
 
 
 def machine_key(hardware: dict[str, Any]) -> str:
-    """One machine as the training-time calibration tells machines apart: CPU model, logical
-    cores and memory (the 1-core affinity target of a machine is the same machine)."""
+    """One machine as the training-time calibration tells machines apart: CPU identity
+    (:func:`cpu_identity`), logical cores and memory (the 1-core affinity target of a machine
+    is the same machine)."""
     memory = hardware.get("memory_gb")
     try:
         memory = round(float(memory))
     except (TypeError, ValueError):
         memory = None
-    return f"{hardware.get('cpu_model')}|{hardware.get('logical_cores')}|{memory}"
+    return f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
 
 
 def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
@@ -425,10 +427,10 @@ class PerformanceModel:
 
     def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
         calibrated = set(self.calibrated_machines())
-        models = sorted({str(h["cpu_model"]) for h in self.hardware_ if machine_key(h) in calibrated})
+        models = sorted({cpu_identity(h) for h in self.hardware_ if machine_key(h) in calibrated})
         reasons = []
-        if str(hardware.get("cpu_model")) not in models:
-            reasons.append(f"CPU {hardware.get('cpu_model')!r} was never measured (measured: {', '.join(models)}; "
+        if cpu_identity(hardware) not in models:
+            reasons.append(f"CPU {cpu_identity(hardware)!r} was never measured (measured: {', '.join(models)}; "
                            f"`dltune kb calibrate` measures this machine in a few minutes)")
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
         usable = hardware.get("usable_cores", hardware.get("logical_cores"))

@@ -32,6 +32,21 @@ def test_fingerprint_is_stable_and_names_the_core_subset():
     assert f"{one.usable_cores}of{one.logical_cores}c" in one.target
 
 
+def test_instruction_sets_are_part_of_the_identity():
+    """Two VMs both called "AMD EPYC" trained 3x apart, one with AVX-512: not one target."""
+    from dltune.hardware import cpu_identity
+
+    base = {"cpu_model": "AMD EPYC", "logical_cores": 2, "memory_gb": 23.5}
+    fast = Hardware.from_dict({**base, "cpu_flags": ["avx", "avx2", "avx512f", "fma"]})
+    slow = Hardware.from_dict({**base, "cpu_flags": ["avx", "avx2", "fma"]})
+    assert fast.fingerprint != slow.fingerprint
+    assert cpu_identity(fast.to_dict()) == "AMD EPYC [avx512f avx2]"
+    assert cpu_identity(slow.to_dict()) == "AMD EPYC [avx2]"
+    assert cpu_identity(base) == "AMD EPYC"  # a description without flags: the model alone
+    # Flags that do not change the speed class do not split a machine.
+    assert Hardware.from_dict({**base, "cpu_flags": ["avx", "avx2"]}).fingerprint == slow.fingerprint
+
+
 def test_json_round_trip(tmp_path):
     hw = Hardware.detect()
     path = tmp_path / "hw.json"

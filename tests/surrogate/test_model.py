@@ -60,6 +60,21 @@ def test_alien_hardware_is_out_of_distribution(model, tiny_kb):
     assert any("72 usable cores" in r for r in reasons)
 
 
+def test_same_cpu_name_with_other_instruction_sets_is_another_machine(model, tiny_kb):
+    """A hypervisor reports "AMD EPYC" for CPUs that trained 3x apart (with and without
+    AVX-512): the model string alone does not make a CPU measured, nor share its calibration."""
+    from dltune.surrogate._model import machine_key
+
+    record = RecordStore(tiny_kb).records()[0]
+    here = dict(record.hardware)
+    flags = set(here.get("cpu_flags") or ())
+    twin = dict(here, cpu_flags=sorted(flags ^ {"avx512f"}))
+    assert machine_key(twin) != machine_key(here)
+    assert not model.novelty(record.workload["meta"], here)[0]
+    ood, reasons, _ = model.novelty(record.workload["meta"], twin)
+    assert ood and any("was never measured" in r for r in reasons)
+
+
 def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
     record = RecordStore(tiny_kb).records()[0]
     meta = dict(record.workload["meta"], n_train=2_000_000, height=512, width=512, channels=3,
@@ -212,7 +227,7 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     assert np.mean(np.isclose(here["peak_rss_mb"], here_same["peak_rss_mb"], rtol=1e-6)) >= 0.8
     assert np.mean(np.isclose(there["peak_rss_mb"] / there_same["peak_rss_mb"], 1.5, rtol=1e-6)) >= 0.8
     assert np.median(there["peak_rss_mb"] / there_same["peak_rss_mb"]) == pytest.approx(1.5, rel=1e-3)
-    key = "Other CPU|2|16"
+    key = "Other CPU [avx2]|2|16"
     assert model.machine_speed_[key]["numpy"] - same.machine_speed_[key]["numpy"] == pytest.approx(np.log(3.0), abs=1e-5)
     # And it predicts that machine's runs far better than the knowledge base's machine alone.
     measured = np.array([d["metrics"]["train_time_s"] for d in other])
@@ -221,7 +236,7 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     assert np.median(np.abs(np.log(calibrated / measured))) < 0.5 * np.median(np.abs(np.log(uncalibrated / measured)))
     assert np.all(there["train_time_s_low"] <= there["train_time_s"])
     assert np.all(there["train_time_s"] <= there["train_time_s_high"])
-    assert model.calibrated_machines()[1:] == ["Other CPU|2|16"]
+    assert model.calibrated_machines()[1:] == ["Other CPU [avx2]|2|16"]
     # Calibrated: no longer "never measured"; uncalibrated (too few runs): still flagged.
     meta, hardware = there_rows[0]["meta"], there_rows[0]["hardware"]
     assert not any("never measured" in r for r in model.novelty(meta, hardware)[1])
@@ -229,7 +244,7 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
         records + _on_another_machine(records, MIN_MACHINE_RECORDS - 1, 3.0))
     assert few.machine_speed_ == {} and few.machine_memory_ == {}
     reasons = few.novelty(meta, hardware)[1]
-    assert any("'Other CPU' was never measured" in r and "dltune kb calibrate" in r for r in reasons)
+    assert any("'Other CPU [avx2]' was never measured" in r and "dltune kb calibrate" in r for r in reasons)
     assert np.allclose(few.predict(there_rows[:5])["train_time_s"], few.predict(here_rows[:5])["train_time_s"])
 
 
@@ -258,7 +273,7 @@ def test_fitted_model_includes_this_caches_calibration_records(tiny_kb):
         for d in other:
             store.append(Measurement.from_dict(d), {"key": d["id"], "suite": "calibration"})
         model = fitted_model(storage=None, kb_path=kb, calibration=True)
-        assert "Other CPU|2|16" in model.machine_speed_
+        assert "Other CPU [avx2]|2|16" in model.machine_speed_
         # By default only a fit on the shipped knowledge base adds them (they calibrate its workloads).
         assert fitted_model(storage=None, kb_path=kb).machine_speed_ == {}
     finally:
@@ -274,13 +289,13 @@ def test_a_calibrated_machines_memory_scatter_widens_its_memory_interval(tiny_kb
     for i, d in enumerate(other):  # +-25 % around 1.5x: the page cache's doing, say
         d["metrics"] = dict(d["metrics"], peak_rss_mb=d["metrics"]["peak_rss_mb"] * (1.25 if i % 2 else 0.8))
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + other)
-    assert model.machine_memory_["Other CPU|2|16"]["~"] > np.log(1.2)
+    assert model.machine_memory_["Other CPU [avx2]|2|16"]["~"] > np.log(1.2)
     rows = [dict(record_row(d), hardware=dict(d["hardware"], **OTHER)) for d in records]
     there = model.predict(rows)
-    spread = model.machine_memory_["Other CPU|2|16"].pop("~")
+    spread = model.machine_memory_["Other CPU [avx2]|2|16"].pop("~")
     narrow = model.predict(rows)
     assert np.allclose(there["peak_rss_mb"], narrow["peak_rss_mb"])
     assert np.allclose(there["peak_rss_mb_high"], narrow["peak_rss_mb_high"] * np.exp(spread))
     assert np.allclose(there["peak_rss_mb_low"], narrow["peak_rss_mb_low"] / np.exp(spread))
     # Training time keeps the knowledge base's interval (no spread kept for it).
-    assert "~" not in model.machine_speed_["Other CPU|2|16"]
+    assert "~" not in model.machine_speed_["Other CPU [avx2]|2|16"]
