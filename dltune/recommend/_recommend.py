@@ -307,8 +307,8 @@ def recommend(
     speed = perf.machine_speed_.get(machine_key(hw_dict))
     if speed:
         factor = math.exp(speed.get(chosen.config.framework, speed["*"]))
-        reason += (f" Training times are scaled to this machine's measured speed ({factor:.2g}x the "
-                   f"knowledge base machine's for {chosen.config.framework}, from its calibration runs).")
+        reason += (f" Training times are scaled to this machine's measured speed: its calibration runs "
+                   f"took {factor:.2g}x as long as the knowledge base machine's for {chosen.config.framework}.")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,
