@@ -430,8 +430,12 @@ class PerformanceModel:
         models = sorted({cpu_identity(h) for h in self.hardware_ if machine_key(h) in calibrated})
         reasons = []
         if cpu_identity(hardware) not in models:
+            same_name = [m for m in models if m.split(" [")[0] == str(hardware.get("cpu_model"))]
+            hint = ("; the description gives no cpu_flags, and the same model string differs in "
+                    "speed by instruction set: `dltune hardware --json` on that machine lists them"
+                    if same_name and not hardware.get("cpu_flags") else "")
             reasons.append(f"CPU {cpu_identity(hardware)!r} was never measured (measured: {', '.join(models)}; "
-                           f"`dltune kb calibrate` measures this machine in a few minutes)")
+                           f"`dltune kb calibrate` measures this machine in a few minutes{hint})")
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
         usable = hardware.get("usable_cores", hardware.get("logical_cores"))
         if cores and usable is not None and not (min(cores) <= usable <= max(cores)):

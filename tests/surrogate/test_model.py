@@ -63,6 +63,7 @@ def test_alien_hardware_is_out_of_distribution(model, tiny_kb):
 def test_same_cpu_name_with_other_instruction_sets_is_another_machine(model, tiny_kb):
     """A hypervisor reports "AMD EPYC" for CPUs that trained 3x apart (with and without
     AVX-512): the model string alone does not make a CPU measured, nor share its calibration."""
+    from dltune.hardware import cpu_identity
     from dltune.surrogate._model import machine_key
 
     record = RecordStore(tiny_kb).records()[0]
@@ -73,6 +74,11 @@ def test_same_cpu_name_with_other_instruction_sets_is_another_machine(model, tin
     assert not model.novelty(record.workload["meta"], here)[0]
     ood, reasons, _ = model.novelty(record.workload["meta"], twin)
     assert ood and any("was never measured" in r for r in reasons)
+    # A hand-written description with the same model string and no flags: told how to fix it.
+    bare = {k: v for k, v in here.items() if k != "cpu_flags"}
+    if cpu_identity(here) != str(here.get("cpu_model")):  # this CPU has a listed instruction set
+        ood, reasons, _ = model.novelty(record.workload["meta"], bare)
+        assert ood and any("gives no cpu_flags" in r for r in reasons)
 
 
 def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
