@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from dltune._errors import ParameterError
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +41,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
     export = sub.add_parser("export", help="compress a build folder into the package's shipped KB")
     export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference)")
-    export.add_argument("--out", help="target folder (default: the installed dltune/kb/)")
+    export.add_argument("--out", help="target folder (default: the installed dltune/kb/, or its "
+                        "calibrations/ with --calibration)")
+    export.add_argument("--calibration", action="store_true",
+                        help="ship a `dltune kb calibrate` folder (default: this machine's) instead")
     export.set_defaults(func=run_export)
 
     validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
@@ -125,9 +131,18 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from dltune.kb import default_build_dir, export_kb
+    from dltune.kb import calibration_dir, default_build_dir, export_calibration, export_kb
 
-    summary = export_kb(args.source or default_build_dir("reference"), args.out)
+    if args.calibration:
+        source = Path(args.source) if args.source else calibration_dir()
+        if not (source / "records.jsonl").exists():
+            raise ParameterError(
+                f"The '--from' folder {str(source)!r} holds no calibration records: run "
+                f"`dltune kb calibrate` first, or name a calibration folder."
+            )
+        summary = export_calibration(source, args.out)
+    else:
+        summary = export_kb(args.source or default_build_dir("reference"), args.out)
     print(f"shipped {summary['records']} records ({summary['ok']} ok) to {summary['path']}")
     return 0
 

@@ -12,9 +12,11 @@ from dltune.kb._build import BuildResult, build_kb, default_build_dir, load_warn
 from dltune.kb._calibrate import calibrate_machine, calibration_dir, calibration_records
 from dltune.kb._store import (
     RecordStore,
+    export_calibration,
     export_kb,
     load_shipped_records,
     read_jsonl,
+    shipped_calibration_paths,
     shipped_kb_path,
     shipped_provenance_path,
 )
@@ -33,11 +35,13 @@ __all__ = [
     "calibration_dir",
     "calibration_records",
     "default_build_dir",
+    "export_calibration",
     "export_kb",
     "load_shipped_records",
     "load_warning",
     "plan_suite",
     "read_jsonl",
+    "shipped_calibration_paths",
     "run_key",
     "shipped_kb_path",
     "shipped_provenance_path",

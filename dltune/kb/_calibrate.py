@@ -7,7 +7,8 @@ hardware and widen the interval. Calibration measures a small suite here (the fi
 configurations of three reference workloads, about 60 runs); the records are kept in
 ``<cache>/kb/calibration-<machine>/`` and every fitted model includes them, so the training-time
 surrogate learns this machine's speed factor per framework (``PerformanceModel.fit``) and the
-machine counts as measured.
+machine counts as measured. ``dltune kb export --calibration`` ships such a folder in the
+package (``dltune/kb/calibrations/``): every install then knows that machine's speed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune.kb._build import BuildResult, build_kb
-from dltune.kb._store import read_jsonl
+from dltune.kb._store import read_jsonl, shipped_calibration_paths
 from dltune.kb._suite import CALIBRATION_PLAN
 
 __all__ = ["calibrate_machine", "calibration_dir", "calibration_records"]
@@ -49,11 +50,17 @@ def calibrate_machine(
                     budget_hours, progress=progress, command=command, **CALIBRATION_PLAN)
 
 
-def calibration_records() -> list[dict[str, Any]]:
-    """Every calibration record in the cache (any machine's: each is calibrated on its own)."""
+def calibration_records(shipped: bool = True) -> list[dict[str, Any]]:
+    """Every calibration record in the cache, and with ``shipped`` those shipped in the package
+    (any machine's: each is calibrated on its own); a run in both counts once."""
     from dltune._paths import cache_dir
 
-    records: list[dict[str, Any]] = []
-    for path in sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")):
-        records.extend(e for e in read_jsonl(path) if e.get("status") == "ok")
-    return records
+    paths = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl"))
+    if shipped:
+        paths += shipped_calibration_paths()
+    records: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for e in read_jsonl(path):
+            if e.get("status") == "ok":
+                records.setdefault(str(e.get("id")), e)
+    return list(records.values())

@@ -26,6 +26,8 @@ __all__ = [
     "shipped_provenance_path",
     "load_shipped_records",
     "export_kb",
+    "export_calibration",
+    "shipped_calibration_paths",
 ]
 
 SHIPPED_NAME = "reference"
@@ -96,11 +98,12 @@ def load_shipped_records(path: str | Path | None = None) -> list[Measurement]:
     return [Measurement.from_dict(e) for e in read_jsonl(path)]
 
 
-def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool = False) -> dict[str, Any]:
+def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool = False,
+              name: str = SHIPPED_NAME) -> dict[str, Any]:
     """Compress a build folder's records and provenance into ``out`` (default: the package).
 
-    Writes ``reference.jsonl.gz`` (records, in the order measured) and
-    ``reference_provenance.json``; returns a summary.
+    Writes ``<name>.jsonl.gz`` (records, in the order measured; ``name`` defaults to
+    ``reference``) and ``<name>_provenance.json``; returns a summary.
     """
     source = Path(source)
     store = RecordStore(source)
@@ -109,7 +112,7 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     out = Path(out) if out is not None else _package_kb_dir()
     out.mkdir(parents=True, exist_ok=True)
     entries = [e for e in store.entries() if not ok_only or e.get("status") == "ok"]
-    target = out / f"{SHIPPED_NAME}.jsonl.gz"
+    target = out / f"{name}.jsonl.gz"
     # mtime=0 keeps the compressed file byte-identical for identical records.
     with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
         for entry in entries:
@@ -118,5 +121,22 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     provenance = json.loads(provenance_src.read_text()) if provenance_src.exists() else {}
     provenance["shipped_records"] = len(entries)
     provenance["shipped_ok"] = sum(1 for e in entries if e.get("status") == "ok")
-    (out / f"{SHIPPED_NAME}_provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
+    (out / f"{name}_provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True))
     return {"records": len(entries), "ok": provenance["shipped_ok"], "path": str(target)}
+
+
+def shipped_calibration_paths(folder: str | Path | None = None) -> list[Path]:
+    """The calibration records shipped in the package (``dltune/kb/calibrations/``, or
+    ``folder``): one file per machine that ``dltune kb calibrate`` measured and
+    :func:`export_calibration` shipped, so that machine's speed is known without calibrating."""
+    folder = Path(folder) if folder is not None else _package_kb_dir() / "calibrations"
+    return sorted(folder.glob("*.jsonl.gz")) if folder.is_dir() else []
+
+
+def export_calibration(source: str | Path, out: str | Path | None = None) -> dict[str, Any]:
+    """Ship a ``dltune kb calibrate`` folder: its records (successful runs only) and provenance
+    go to ``out`` (default: the package's ``kb/calibrations/``), named after the folder
+    (``calibration-<machine digest>``)."""
+    source = Path(source)
+    out = Path(out) if out is not None else _package_kb_dir() / "calibrations"
+    return export_kb(source, out, ok_only=True, name=source.name)

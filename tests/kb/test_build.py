@@ -124,3 +124,30 @@ def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monkeypatch):
+    import dltune.kb._calibrate as calibrate
+    from dltune.kb import calibration_records, export_calibration, shipped_calibration_paths
+
+    folder = tmp_path / "calibration-0123456789"
+    records = RecordStore(tiny_kb).records()[:3]
+    for r in records:
+        RecordStore(folder).append(r, {"suite": "calibration"})
+    summary = export_calibration(folder, tmp_path / "ship")
+    [path] = shipped_calibration_paths(tmp_path / "ship")
+    assert path.name == "calibration-0123456789.jsonl.gz" and summary["records"] == 3
+    assert json.loads((tmp_path / "ship" / "calibration-0123456789_provenance.json").read_text())["shipped_ok"] == 3
+    assert shipped_calibration_paths(tmp_path / "nothing") == []
+    # Shipped files are read with the cache's folders; a run found twice counts once.
+    monkeypatch.setattr(calibrate, "shipped_calibration_paths", lambda: [path, path])
+    ids = [e["id"] for e in calibration_records()]
+    assert len(ids) == len(set(ids)) and {r.id for r in records} <= set(ids)
+    assert not {r.id for r in records} & {e["id"] for e in calibration_records(shipped=False)}
+
+
+def test_cli_export_calibration_needs_calibration_records(tmp_path, capsys):
+    from dltune.cli import main
+
+    assert main(["kb", "export", "--calibration", "--from", str(tmp_path), "--out", str(tmp_path / "o")]) != 0
+    assert "holds no calibration records: run `dltune kb calibrate` first" in capsys.readouterr().err

@@ -31,3 +31,23 @@ def test_shipped_provenance_says_how_where_and_when():
     assert "load_1m" in provenance["notes"]
     # Each run says how loaded the machine was when it started (the noise its time carries).
     assert all(e["kb"]["load_1m"] >= 0 for e in read_jsonl(shipped_kb_path()))
+
+
+def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines():
+    """Each shipped calibration: `dltune kb calibrate` runs of one machine that is not the
+    knowledge base's, on the knowledge base's own configurations (the same keys)."""
+    from dltune.kb import calibration_dir, shipped_calibration_paths
+    from dltune.surrogate._model import MIN_MACHINE_RECORDS, machine_key
+
+    kb = {e["kb"]["key"] for e in read_jsonl(shipped_kb_path())}
+    kb_machines = {machine_key(e["hardware"]) for e in read_jsonl(shipped_kb_path())}
+    for path in shipped_calibration_paths():
+        entries = list(read_jsonl(path))
+        assert len(entries) >= MIN_MACHINE_RECORDS and all(e["status"] == "ok" for e in entries)
+        assert all(e["kb"]["key"] in kb for e in entries)
+        [machine] = {machine_key(e["hardware"]) for e in entries}
+        assert machine not in kb_machines
+        assert path.name == calibration_dir(entries[0]["hardware"]).name + ".jsonl.gz"
+        provenance = json.loads(path.with_name(path.name.replace(".jsonl.gz", "_provenance.json")).read_text())
+        assert all(s["command"].startswith("dltune kb calibrate") for s in provenance["sessions"])
+        assert provenance["shipped_records"] == len(entries)
