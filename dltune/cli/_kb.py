@@ -25,6 +25,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--fresh", type=int, default=3,
                        help="configurations re-measured in a new worker process per pair, for "
                             "the peak memory a training process needs (default: 3)")
+    build.add_argument("--quiet-wait", type=float, default=300.0, metavar="S",
+                       help="before each run, wait up to S seconds while other work uses more "
+                            "than 30%% of a core (default: 300; 0: do not wait)")
     build.add_argument("--plan", action="store_true", help="print the planned runs and exit")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     build.set_defaults(func=run_build)
@@ -35,6 +38,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     calibrate.add_argument("--out", help="folder (default: <cache>/kb/calibration-<machine>, "
                                          "which recommend reads)")
     calibrate.add_argument("--budget-hours", type=float, help="stop starting runs after this long")
+    calibrate.add_argument("--quiet-wait", type=float, default=300.0, metavar="S",
+                           help="before each run, wait up to S seconds while other work uses more "
+                                "than 30%% of a core (default: 300; 0: do not wait)")
     calibrate.add_argument("--plan", action="store_true", help="print the planned runs and exit")
     calibrate.add_argument("--json", action="store_true", help="print the result as JSON")
     calibrate.set_defaults(func=run_calibrate)
@@ -108,7 +114,7 @@ def run_build(args: argparse.Namespace) -> int:
     _warn_if_loaded()
     result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
                       args.repeats, fresh=args.fresh, progress=not args.json,
-                      command="dltune " + " ".join(sys.argv[1:]))
+                      command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
     _print_result(args, result)
     return 0
 
@@ -122,7 +128,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return _print_plan(args, plan_suite("calibration", frameworks, **CALIBRATION_PLAN))
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
-                               command="dltune " + " ".join(sys.argv[1:]))
+                               command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
     _print_result(args, result)
     if not args.json:
         print("recommend now includes these runs: the training-time surrogate learns this "

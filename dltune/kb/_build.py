@@ -25,8 +25,39 @@ __all__ = ["BuildResult", "build_kb", "default_build_dir", "load_warning"]
 NOISE_NOTE = (
     "Each entry's kb.load_1m is the machine's 1-minute load average when its run started: "
     "training times measured under load carry that noise; repeats (kind 'repeat', another "
-    "seed) show its size."
+    "seed) show its size. Where present, kb.others_cpu_pct is the CPU (in % of one core) the "
+    "rest of the machine used just before the run, after kb.waited_s seconds of waiting for "
+    "it to fall to the quiet threshold."
 )
+# Other work the build waits out before each run: in % of one core, over QUIET_SAMPLE_S. An idle
+# 2-vCPU VM reads 0-10 %; one busy process reads about 100 %.
+QUIET_CPU_PCT = 30.0
+QUIET_SAMPLE_S = 0.2
+
+
+def others_cpu_pct(interval: float = QUIET_SAMPLE_S) -> float:
+    """The CPU the machine used over ``interval`` seconds, in % of one core. Between a build's
+    runs its warm workers sleep and the build itself waits here, so this is other work."""
+    import psutil
+
+    return psutil.cpu_percent(interval=interval) * (psutil.cpu_count() or 1)
+
+
+def wait_for_quiet(max_wait_s: float, threshold: float = QUIET_CPU_PCT,
+                   sample: Callable[[], float] = others_cpu_pct,
+                   sleep: Callable[[float], None] = time.sleep, step_s: float = 2.0,
+                   stop: dict[str, bool] | None = None) -> tuple[float, float]:
+    """Sample the machine's CPU use until it is at most ``threshold`` (% of one core) or
+    ``max_wait_s`` have passed (then measure anyway: the record keeps the reading). Returns
+    the last reading and the seconds waited."""
+    waited = 0.0
+    reading = sample()
+    while reading > threshold and waited < max_wait_s and not (stop or {}).get("stop"):
+        pause = min(step_s, max_wait_s - waited)
+        sleep(pause)
+        waited += pause
+        reading = sample()
+    return reading, waited
 
 
 def load_warning(load_1m: float, cores: int,
@@ -161,6 +192,7 @@ def build_kb(
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     pool=None,
+    quiet_wait_s: float = 0.0,
 ) -> BuildResult:
     """Measure ``suite`` into ``out`` (append-only ``records.jsonl`` + ``provenance.json``).
 
@@ -172,6 +204,10 @@ def build_kb(
         frameworks: backends to measure; default: those available among torch, tensorflow,
             mxnet and theano.
         progress: True for a progress bar on stderr, or a callable given each stored entry.
+        quiet_wait_s: before each run, wait up to this long for the rest of the machine to use
+            at most :data:`QUIET_CPU_PCT` % of one core (``dltune kb build`` waits up to 300 s;
+            0: only record the reading). Other work stalls the thread barriers of a run with
+            as many threads as cores, far beyond its own share.
     """
     from dltune._bench import interpreter_for
     from dltune._workload import Workload
@@ -180,6 +216,7 @@ def build_kb(
 
     if budget_hours is not None:
         budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
+    quiet_wait_s = check_float("quiet_wait_s", quiet_wait_s, 0.0, None)
     if frameworks is None:
         frameworks = []
         for name in ("torch", "tensorflow", "mxnet", "theano"):
@@ -235,6 +272,7 @@ def build_kb(
                 if workload is None:
                     workload = _load(run.workload)
                     workloads[run.workload.name] = workload
+                others, waited = wait_for_quiet(quiet_wait_s, stop=stop)
                 load_1m = os.getloadavg()[0]
                 if run.kind == "fresh":
                     from dltune.runtime import WorkerPool
@@ -245,7 +283,8 @@ def build_kb(
                     record = _measure(workload, run, pool)
                 entry_kb = {"key": run.key, "suite": suite, "kind": run.kind, "round": run.round,
                             "repeat": run.repeat, "suite_workload": run.workload.name,
-                            "load_1m": round(load_1m, 2)}
+                            "load_1m": round(load_1m, 2), "others_cpu_pct": round(others, 1),
+                            "waited_s": round(waited, 1)}
                 store.append(record, entry_kb)
                 measured += 1
                 failed += 0 if record.ok else 1

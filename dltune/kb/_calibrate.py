@@ -44,10 +44,13 @@ def calibrate_machine(
     budget_hours: float | None = None,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
+    quiet_wait_s: float = 0.0,
 ) -> BuildResult:
-    """Measure the calibration suite on this machine (resumable, like :func:`build_kb`)."""
+    """Measure the calibration suite on this machine (resumable, like :func:`build_kb`, whose
+    ``quiet_wait_s`` it passes on)."""
     return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
-                    budget_hours, progress=progress, command=command, **CALIBRATION_PLAN)
+                    budget_hours, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
+                    **CALIBRATION_PLAN)
 
 
 def calibration_records(shipped: bool = True) -> list[dict[str, Any]]:

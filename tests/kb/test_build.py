@@ -151,3 +151,45 @@ def test_cli_export_calibration_needs_calibration_records(tmp_path, capsys):
 
     assert main(["kb", "export", "--calibration", "--from", str(tmp_path), "--out", str(tmp_path / "o")]) != 0
     assert "holds no calibration records: run `dltune kb calibrate` first" in capsys.readouterr().err
+
+
+def test_wait_for_quiet_waits_out_other_work_then_measures_anyway():
+    from dltune.kb._build import wait_for_quiet
+
+    readings, slept = iter([95.0, 80.0, 12.0, 99.0]), []
+    assert wait_for_quiet(60, 30.0, sample=lambda: next(readings), sleep=slept.append) == (12.0, 4.0)
+    assert slept == [2.0, 2.0]
+    # Busy throughout: gives up after max_wait_s and returns the last reading (kept in the record).
+    slept.clear()
+    assert wait_for_quiet(5, 30.0, sample=lambda: 100.0, sleep=slept.append) == (100.0, 5.0)
+    assert slept == [2.0, 2.0, 1.0]
+    # No waiting asked for (the API default), or a stop signal: one reading, no sleep.
+    assert wait_for_quiet(0, 30.0, sample=lambda: 100.0, sleep=slept.append) == (100.0, 0.0)
+    assert wait_for_quiet(60, 30.0, sample=lambda: 100.0, sleep=slept.append, stop={"stop": True}) == (100.0, 0.0)
+
+
+def test_each_run_records_the_machines_other_work(tmp_path):
+    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], configs_per_pair=1,
+                      repeats=0, fresh=0)
+    entries = RecordStore(tmp_path / "kb").entries()
+    assert result.measured == len(entries) > 0
+    assert all(e["kb"]["others_cpu_pct"] >= 0 and e["kb"]["waited_s"] == 0 for e in entries)
+    with pytest.raises(ParameterError, match="quiet_wait_s"):
+        build_kb("tiny", out=tmp_path / "kb2", frameworks=["numpy"], quiet_wait_s=-1)
+
+
+def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch):
+    import dltune.kb
+    from dltune.cli import main
+
+    calls = []
+    monkeypatch.setattr(dltune.kb, "build_kb", lambda *a, **kw: calls.append(kw) or _Result())
+    monkeypatch.setattr(dltune.kb, "calibrate_machine", lambda *a, **kw: calls.append(kw) or _Result())
+    assert main(["kb", "build", "--suite", "tiny", "--frameworks", "numpy", "--json"]) == 0
+    assert main(["kb", "calibrate", "--frameworks", "numpy", "--quiet-wait", "0", "--json"]) == 0
+    assert [c["quiet_wait_s"] for c in calls] == [300.0, 0.0]
+
+
+class _Result:
+    def to_dict(self):
+        return {"measured": 0}
