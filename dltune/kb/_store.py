@@ -125,11 +125,15 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     return {"records": len(entries), "ok": provenance["shipped_ok"], "path": str(target)}
 
 
+def _shipped_calibration_dir() -> Path:
+    return _package_kb_dir() / "calibrations"
+
+
 def shipped_calibration_paths(folder: str | Path | None = None) -> list[Path]:
     """The calibration records shipped in the package (``dltune/kb/calibrations/``, or
     ``folder``): one file per machine that ``dltune kb calibrate`` measured and
     :func:`export_calibration` shipped, so that machine's speed is known without calibrating."""
-    folder = Path(folder) if folder is not None else _package_kb_dir() / "calibrations"
+    folder = Path(folder) if folder is not None else _shipped_calibration_dir()
     return sorted(folder.glob("*.jsonl.gz")) if folder.is_dir() else []
 
 
@@ -138,5 +142,5 @@ def export_calibration(source: str | Path, out: str | Path | None = None) -> dic
     go to ``out`` (default: the package's ``kb/calibrations/``), named after the folder
     (``calibration-<machine digest>``)."""
     source = Path(source)
-    out = Path(out) if out is not None else _package_kb_dir() / "calibrations"
+    out = Path(out) if out is not None else _shipped_calibration_dir()
     return export_kb(source, out, ok_only=True, name=source.name)

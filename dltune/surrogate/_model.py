@@ -427,10 +427,11 @@ class PerformanceModel:
 
     def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
         calibrated = set(self.calibrated_machines())
-        models = sorted({cpu_identity(h) for h in self.hardware_ if machine_key(h) in calibrated})
+        measured = [h for h in self.hardware_ if machine_key(h) in calibrated]
+        models = sorted({cpu_identity(h) for h in measured})
         reasons = []
         if cpu_identity(hardware) not in models:
-            same_name = [m for m in models if m.split(" [")[0] == str(hardware.get("cpu_model"))]
+            same_name = any(str(h["cpu_model"]) == str(hardware.get("cpu_model")) for h in measured)
             hint = ("; the description gives no cpu_flags, and the same model string differs in "
                     "speed by instruction set: `dltune hardware --json` on that machine lists them"
                     if same_name and not hardware.get("cpu_flags") else "")

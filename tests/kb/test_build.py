@@ -178,7 +178,7 @@ def test_each_run_records_the_machines_other_work(tmp_path):
         build_kb("tiny", out=tmp_path / "kb2", frameworks=["numpy"], quiet_wait_s=-1)
 
 
-def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch):
+def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch, capsys):
     import dltune.kb
     from dltune.cli import main
 
@@ -188,6 +188,11 @@ def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch
     assert main(["kb", "build", "--suite", "tiny", "--frameworks", "numpy", "--json"]) == 0
     assert main(["kb", "calibrate", "--frameworks", "numpy", "--quiet-wait", "0", "--json"]) == 0
     assert [c["quiet_wait_s"] for c in calls] == [300.0, 0.0]
+    from dltune.kb._build import QUIET_CPU_PCT
+
+    with pytest.raises(SystemExit):
+        main(["kb", "build", "--help"])
+    assert f"than {QUIET_CPU_PCT:g}% of a core" in " ".join(capsys.readouterr().out.split())
 
 
 class _Result:
