@@ -3,13 +3,15 @@
     python benchmarks/surrogate_learning_curve.py [--draws N]
 
 Leave-one-workload-out on the shipped knowledge base, as ``dltune kb validate`` does, but each
-held-out workload is predicted from a random 6 or 9 of the other workloads (``--draws`` draws
-each) as well as from all of them: the training-time cost model's MAPE (the point prediction,
-with the epochs each run trained) and the accuracy order model's Spearman correlation (which
-alone decides the ranking). Then, over all runs predicted from all other workloads, the
-training-time error grouped by the machine's 1-minute load when each run started
-(``kb.load_1m``), and by framework x model x threads. Deterministic: no training runs, the
-records are the shipped ones.
+held-out workload is predicted from a random 6, 9 or 13 of the other workloads (``--draws``
+draws each) as well as from all of them: the accuracy order model's Spearman correlation (which
+alone decides the ranking; accuracy does not depend on the machine, so every workload counts),
+and the training-time cost model's MAPE (the point prediction, with the epochs each run
+trained) over the workloads of the machine most records come from (the cost model alone, fitted
+on that machine's runs: it has no machine factors). Then, over those runs predicted from all
+other workloads of that machine, the training-time error grouped by the machine's 1-minute
+load when each run started (``kb.load_1m``), and by framework x model x threads.
+Deterministic: no training runs, the records are the shipped ones.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def main() -> None:
     from dltune.kb._store import load_shipped_records
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import FeatureEncoder
-    from dltune.surrogate._model import epochs_ran, workload_label
+    from dltune.surrogate._model import epochs_ran, machine_key, workload_label
 
     data = usable_records(load_shipped_records())
     rows = [record_row(d) for d in data]
@@ -45,6 +47,10 @@ def main() -> None:
     threads = encoder.feature_names_.index("intra_threads")
     groups = np.array([workload_label(d) for d in data])
     labels = sorted(set(groups))
+    machines = np.array([machine_key(d["hardware"]) for d in data])
+    values, counts = np.unique(machines, return_counts=True)
+    on_reference = machines == values[np.argmax(counts)]
+    reference_labels = sorted(set(groups[on_reference]))
 
     def ranks(train: np.ndarray) -> np.ndarray:
         out = np.zeros(int(train.sum()))
@@ -54,45 +60,61 @@ def main() -> None:
             out[rows_] = np.argsort(np.argsort(t[rows_], kind="stable"), kind="stable") / (len(rows_) - 1)
         return out
 
-    def fold(held: str, others: list[str]) -> tuple[np.ndarray, float]:
-        train, test = np.isin(groups, others), groups == held
+    def time_fold(held: str, others: list[str]) -> np.ndarray:
+        train, test = np.isin(groups, others) & on_reference, (groups == held) & on_reference
         coefs = time_model._fit_costs(X_time[train], seconds[train])
-        predicted = time_model._modelled(X_time[test], coefs)
+        return time_model._modelled(X_time[test], coefs)
+
+    def order_fold(held: str, others: list[str]) -> float:
+        train, test = np.isin(groups, others), groups == held
         order = HistGradientBoostingRegressor(
             max_iter=accuracy.max_iter, learning_rate=accuracy.learning_rate,
             max_leaf_nodes=accuracy.max_leaf_nodes, min_samples_leaf=accuracy.min_samples_leaf,
             l2_regularization=accuracy.l2_regularization, early_stopping=False,
             random_state=accuracy.random_state).fit(X[train][:, trees], ranks(train))
         rho = spearmanr(-order.predict(X[test][:, trees]), acc[test]).statistic
-        return predicted, float(rho)
+        return float(rho)
 
     rng = np.random.default_rng(0)
-    print("other workloads | time MAPE % | accuracy Spearman mean / min")
-    full_prediction = np.zeros(len(data))
-    for k in (6, 9, len(labels) - 1):
+    print(f"accuracy order model, {len(labels)} workloads: other workloads | Spearman mean / min")
+    for k in sorted({min(k, len(labels) - 1) for k in (6, 9, 13, len(labels) - 1)}):
         draws = 1 if k == len(labels) - 1 else args.draws
-        mapes, means, mins = [], [], []
+        means, mins = [], []
         for _ in range(draws):
-            ape, rhos = np.zeros(len(data)), []
+            rhos = []
             for held in labels:
                 others = [w for w in labels if w != held]
                 picked = others if k == len(others) else list(rng.choice(others, k, replace=False))
-                predicted, rho = fold(held, picked)
-                test = groups == held
+                rhos.append(order_fold(held, picked))
+            means.append(np.mean(rhos))
+            mins.append(np.min(rhos))
+        print(f"{k:15d} | {np.mean(means):.2f} / {np.mean(mins):.2f}   ({draws} draw{'s' if draws > 1 else ''})")
+
+    print(f"\ntraining-time cost model, the {len(reference_labels)} workloads of {values[np.argmax(counts)]}: "
+          "other workloads | time MAPE %")
+    full_prediction = np.zeros(len(data))
+    for k in sorted({min(k, len(reference_labels) - 1) for k in (6, 9, len(reference_labels) - 1)}):
+        draws = 1 if k == len(reference_labels) - 1 else args.draws
+        mapes = []
+        for _ in range(draws):
+            ape = np.full(len(data), np.nan)
+            for held in reference_labels:
+                others = [w for w in reference_labels if w != held]
+                picked = others if k == len(others) else list(rng.choice(others, k, replace=False))
+                test = (groups == held) & on_reference
+                predicted = time_fold(held, picked)
                 ape[test] = np.abs(predicted - seconds[test]) / seconds[test]
                 if k == len(others):
                     full_prediction[test] = predicted
-                rhos.append(rho)
-            mapes.append(100 * ape.mean())
-            means.append(np.mean(rhos))
-            mins.append(np.min(rhos))
-        print(f"{k:15d} | {np.mean(mapes):11.1f} | {np.mean(means):.2f} / {np.mean(mins):.2f}"
-              f"   ({draws} draw{'s' if draws > 1 else ''})")
+            mapes.append(100 * np.nanmean(ape))
+        print(f"{k:15d} | {np.mean(mapes):11.1f}   ({draws} draw{'s' if draws > 1 else ''})")
 
     loads = {e["id"]: e["kb"].get("load_1m") for e in read_jsonl(shipped_kb_path())}
     load = np.array([loads.get(d["id"], np.nan) for d in data], dtype=float)
-    log_ratio = np.log(seconds / full_prediction)
+    with np.errstate(divide="ignore"):
+        log_ratio = np.log(seconds / full_prediction)
     ape = np.abs(full_prediction - seconds) / seconds
+    load = np.where(on_reference, load, np.nan)
     print("\n1-minute load at run start | runs | time MAPE % | median measured/predicted")
     for low, high in ((0, 1.2), (1.2, 1.6), (1.6, 2.0), (2.0, np.inf)):
         sel = (load >= low) & (load < high)
@@ -102,8 +124,8 @@ def main() -> None:
 
     print("\nframework  model        threads | runs | time MAPE %")
     keys = [(d["config"]["framework"], d["workload"]["model"], 1 if X_time[i, threads] <= 1 else 2)
-            for i, d in enumerate(data)]
-    for key in sorted(set(keys)):
+            if on_reference[i] else None for i, d in enumerate(data)]
+    for key in sorted(set(keys) - {None}):
         sel = np.array([k == key for k in keys])
         print(f"{key[0]:10s} {key[1]:12s} {key[2]:7d} | {sel.sum():4d} | {100 * ape[sel].mean():11.1f}")
 

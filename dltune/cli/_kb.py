@@ -106,6 +106,10 @@ def _print_result(args: argparse.Namespace, result) -> None:
         print(f"{result.measured} runs measured ({result.failed} failed), "
               f"{result.done_before + result.measured}/{result.planned} of the suite done, "
               f"stopped: {result.stopped_by}; records in {result.folder}")
+        if result.machines > 1:
+            print(f"the folder holds runs of {result.machines} machines (its provenance lists "
+                  "them, and each session's); the surrogates learn each other machine's speed "
+                  "per framework and model against the one most runs come from")
 
 
 def run_build(args: argparse.Namespace) -> int:

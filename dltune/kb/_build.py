@@ -87,6 +87,7 @@ class BuildResult:
     measured: int
     failed: int
     stopped_by: str  # "complete", "budget", "signal"
+    machines: int = 1  # machines that measured into the folder (a build resumed elsewhere: 2+)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "folder": str(self.folder)}
@@ -155,13 +156,22 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
     path = folder / "provenance.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     hw = Hardware.detect()
+    machine = {**hw.to_dict(), "fingerprint": hw.fingerprint, "target": hw.target}
+    # A folder may be resumed on another machine: every machine that measured into it is kept
+    # ("machines", first the one that started it), and each session names its own. Folders
+    # written before held one "machine", which measured every session before this one.
+    machines = list(old.get("machines") or ([old["machine"]] if old.get("machine") else []))
+    sessions = [s if "machine" in s or not machines else {**s, "machine": machines[0]["fingerprint"]}
+                for s in old.get("sessions", [])]
+    if all(m.get("fingerprint") != hw.fingerprint for m in machines):
+        machines.append(machine)
     return {
         "suite": suite,
         "frameworks": frameworks,
-        "machine": {**hw.to_dict(), "fingerprint": hw.fingerprint, "target": hw.target},
+        "machines": machines,
         "host_versions": _library_versions(),
-        "sessions": old.get("sessions", []) + [{"command": command, "started_at": now_iso(),
-                                                 "budget_s": budget_s}],
+        "sessions": sessions + [{"command": command, "started_at": now_iso(), "budget_s": budget_s,
+                                 "machine": hw.fingerprint}],
         "workloads": [w.to_dict() | {"name": w.name} for w in {p.workload.name: p.workload for p in plan}.values()],
         "planned_runs": len(plan),
         "design": (
@@ -310,7 +320,8 @@ def build_kb(
             provenance["measured_from"] = min((e["started_at"] for e in entries), default=None)
             provenance["measured_to"] = max((e["finished_at"] for e in entries), default=None)
             _write_provenance(folder, provenance)
-    return BuildResult(folder, len(plan), len(plan) - len(todo), measured, failed, stopped_by)
+    return BuildResult(folder, len(plan), len(plan) - len(todo), measured, failed, stopped_by,
+                       len(provenance["machines"]))
 
 
 def _load(spec: SuiteWorkload):

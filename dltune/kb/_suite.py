@@ -77,6 +77,17 @@ SUITES: dict[str, list[SuiteWorkload]] = {
         _syn("mlp", 10000, 32, 3, 10, 0.7, max_epochs=4),
         _syn("cifar_quick", 1500, 24, 3, 6, 0.5, max_epochs=4),
         _syn("lenet", 600, 24, 3, 3, 0.2, max_epochs=5),
+        # Added for the third build (measured on another machine than the first 14: the
+        # provenance names each session's): both surrogates were still learning from every
+        # workload added; more difficulties, class counts and input sizes per model.
+        _syn("mlp", 1000, 24, 1, 3, 0.4),
+        _syn("mlp", 3000, 8, 3, 8, 0.9, max_epochs=5),
+        _syn("mlp", 15000, 12, 1, 6, 0.4, max_epochs=3),
+        _syn("lenet", 800, 20, 1, 10, 0.3, max_epochs=5),
+        _syn("lenet", 2000, 8, 1, 5, 0.7, max_epochs=4),
+        _syn("lenet", 1000, 28, 1, 10, 0.5, max_epochs=4),
+        _syn("cifar_quick", 600, 16, 3, 4, 0.3, max_epochs=4),
+        _syn("cifar_quick", 1000, 24, 1, 5, 0.8, max_epochs=4),
     ],
     # A few seconds in all: what the tests build for real.
     "tiny": [

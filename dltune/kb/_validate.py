@@ -39,7 +39,7 @@ class ValidationReport:
 
         rows = self.workloads + [{"workload": "OVERALL", **self.overall}]
         columns = [
-            ("workload", "held-out workload", ""), ("n", "runs", ""),
+            ("workload", "held-out workload", ""), ("machine", "measured on", ""), ("n", "runs", ""),
             ("train_time_mape_pct", "time MAPE %", ".1f"),
             ("train_time_mape_as_configured_pct", "as configured %", ".1f"),
             ("repeat_time_ape_pct", "repeat APE %", ".1f"),
@@ -62,6 +62,10 @@ class ValidationReport:
             f"{_fmt(max((r['accuracy_spearman_ceiling'] for r in self.workloads if r.get('accuracy_spearman_ceiling') is not None), default=None))})",
             f"max regret {_fmt(o['regret_points_max'])} points (bar <= {self.bars['regret_points_max']})",
         ]
+        by_machine = o.get("train_time_mape_pct_by_machine") or {}
+        if len(by_machine) > 1:
+            verdicts.append("train-time MAPE by machine: " + ", ".join(
+                f"{m} {v:.1f}%" for m, v in sorted(by_machine.items())))
         return text + "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
 
 
@@ -169,6 +173,7 @@ def validate_kb(
         records: records, dicts or record files (default: the shipped knowledge base).
         min_records: workloads with fewer successful records are not held out.
     """
+    from dltune.hardware import cpu_identity
     from dltune.kb._store import load_shipped_records
     from dltune.measure import load_records
     from dltune.recommend._recommend import OBJECTIVES, pick
@@ -192,6 +197,7 @@ def validate_kb(
             f"The 'records' parameter must cover at least 2 workloads. Got {len(groups)} instead."
         )
     rows, errors, errors_configured, covered, acc_errors = [], [], [], [], []
+    machine_errors: dict[str, list[float]] = {}
     for label, held in sorted(groups.items()):
         if len(held) < min_records:
             continue
@@ -213,11 +219,16 @@ def validate_kb(
         chosen = pick(objective, pred["accuracy"], pred["train_time_s"])
         best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())
+        # Which machine measured the held-out runs (a build resumed on another machine holds two).
+        identities = [cpu_identity(d.get("hardware") or {}) for d in held]
+        for identity, e in zip(identities, rel.tolist(), strict=True):
+            machine_errors.setdefault(identity, []).append(e)
         errors_configured.extend(rel_configured.tolist())
         covered.extend(inside.tolist())
         acc_errors.extend(np.abs(pred["accuracy"] - a_true).tolist())
         rows.append({
             "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),
+            "machine": " + ".join(sorted(set(identities), key=identities.index)),
             "frameworks": sorted({d["config"]["framework"] for d in held}),
             "train_time_mape_pct": 100 * float(rel.mean()),
             "train_time_median_ape_pct": 100 * float(np.median(rel)),
@@ -242,6 +253,7 @@ def validate_kb(
         "train_time_median_ape_pct": 100 * float(np.median(errors)) if errors else None,
         "stopped_early": sum(r["stopped_early"] for r in rows),
         "train_time_mape_as_configured_pct": 100 * float(np.mean(errors_configured)) if errors else None,
+        "train_time_mape_pct_by_machine": {m: 100 * float(np.mean(e)) for m, e in machine_errors.items()},
         "train_time_coverage_pct": 100 * float(np.mean(covered)) if covered else None,
         "accuracy_mae_points": 100 * float(np.mean(acc_errors)) if acc_errors else None,
         "accuracy_spearman": float(np.mean(spearmans)) if spearmans else None,

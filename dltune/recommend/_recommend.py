@@ -242,7 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._model import machine_factor, machine_key
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -306,9 +306,10 @@ def recommend(
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
     speed = perf.machine_speed_.get(machine_key(hw_dict))
     if speed:
-        factor = math.exp(speed.get(chosen.config.framework, speed["*"]))
-        reason += (f" Training times are scaled to this machine's measured speed: its calibration runs "
-                   f"took {factor:.2g}x as long as the knowledge base machine's for {chosen.config.framework}.")
+        factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name))
+        reason += (f" Training times are scaled to this machine's measured speed: its runs took "
+                   f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
+                   f"measured on, for {chosen.config.framework}.")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,

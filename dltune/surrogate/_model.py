@@ -23,9 +23,9 @@ from dltune.surrogate._features import (
     workload_vector,
 )
 
-__all__ = ["PerformanceModel", "epochs_ran", "machine_key", "usable_records"]
+__all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "usable_records"]
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -48,6 +48,12 @@ MIN_MACHINE_RECORDS = 8
 # Records of one framework on such a machine before it gets a speed factor of its own (fewer:
 # the machine's factor over all its frameworks).
 MIN_MACHINE_FRAMEWORK_RECORDS = 3
+# Records of one framework x model on such a machine, from at least two of its workloads, before
+# that pair gets a factor of its own. Machines differ by model, not only by framework: the
+# 2-vCPU AVX2 VM ran TensorFlow's MLPs 1.8-3.2x and its cifar_quick 3.9-6.3x as long as the
+# AVX-512 build machine. A calibration (one workload per model, 5 runs each) keeps to the
+# framework's factor: one workload cannot tell the machine from that workload.
+MIN_MACHINE_MODEL_RECORDS = 10
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -105,11 +111,17 @@ def machine_key(hardware: dict[str, Any]) -> str:
     return f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
 
 
+def machine_factor(entry: dict[str, float], framework: str, model: str | None) -> float:
+    """A machine's log factor for one framework and model: the pair's own, else the framework's,
+    else the machine's over every framework (see ``PerformanceModel._fit_per_machine``)."""
+    return entry.get(f"{framework}/{model}", entry.get(framework, entry["*"]))
+
+
 def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
-             frameworks: Sequence[str]) -> np.ndarray:
-    """Per row, its machine's factor for its framework (1 for an uncalibrated machine)."""
-    return np.exp(np.array([factors[m].get(fw, factors[m]["*"]) if m in factors else 0.0
-                            for m, fw in zip(machines, frameworks, strict=True)]))
+             frameworks: Sequence[str], models: Sequence[str | None]) -> np.ndarray:
+    """Per row, its machine's factor for its framework and model (1 for an uncalibrated machine)."""
+    return np.exp(np.array([machine_factor(factors[m], fw, model) if m in factors else 0.0
+                            for m, fw, model in zip(machines, frameworks, models, strict=True)]))
 
 
 def epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
@@ -197,14 +209,15 @@ class PerformanceModel:
         seconds = np.array([d["metrics"]["train_time_s"] for d in data], dtype=np.float64)
         machines = [machine_key(d.get("hardware") or {}) for d in data]
         frameworks = [d["config"]["framework"] for d in data]
+        models = [row["meta"].get("model") for row in rows]
         counts: dict[str, int] = {}
         for m in machines:
             counts[m] = counts.get(m, 0) + 1
         self.reference_machine_ = max(counts, key=lambda m: counts[m])
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
-            self.train_time_, X_time, seconds, groups, machines, frameworks, others,
-            MIN_MACHINE_FRAMEWORK_RECORDS)
+            self.train_time_, X_time, seconds, groups, machines, frameworks, models, others,
+            MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -212,7 +225,8 @@ class PerformanceModel:
         self.machine_memory_ = self._fit_per_machine(
             self.memory_, X[memory_rows], np.array([data[i]["metrics"]["peak_rss_mb"] for i in memory_rows]),
             [groups[i] for i in memory_rows], [machines[i] for i in memory_rows],
-            [frameworks[i] for i in memory_rows], others, 2, spread=True)
+            [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows], others, 2,
+            spread=True)
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
@@ -220,8 +234,9 @@ class PerformanceModel:
 
     @classmethod
     def _fit_per_machine(cls, est, X: np.ndarray, y: np.ndarray, groups: list[str],
-                         machines: list[str], frameworks: list[str], others: set[str],
-                         min_framework: int, spread: bool = False) -> dict[str, dict[str, float]]:
+                         machines: list[str], frameworks: list[str], models: list[str | None],
+                         others: set[str], min_framework: int,
+                         spread: bool = False, refit: bool = True) -> dict[str, dict[str, float]]:
         """Fit ``est`` and return the factors of the machines in ``others`` (log, per framework).
 
         The features say nothing about which machine ran a run, so records of another machine
@@ -230,11 +245,21 @@ class PerformanceModel:
         most records come from, with at least :data:`MIN_MACHINE_RECORDS` records) gets a
         factor per framework: the median of measured over predicted of that framework's rows
         there (with fewer than ``min_framework``, the machine's median over all its rows), each
-        less the median of the same over the other machines' rows of its workload and framework.
+        less the median of the same over the other machines' rows of its workload and framework;
+        and a factor per framework x model where the machine has :data:`MIN_MACHINE_MODEL_RECORDS`
+        rows of that pair from two or more workloads (a machine whose knowledge-base runs were
+        measured there, not only a calibration).
         The factors are measured against ``est`` fitted on the other machines' rows alone, then
         ``est`` is refitted on every row, this machine's divided by their factor. Predictions
-        for that machine are multiplied by its factor. Training time: the machine's speed (the
-        intervals stay the knowledge base's: calibration measures 60 runs). Peak memory
+        for that machine are multiplied by its factor. With ``refit=False`` ``est`` stays the fit
+        on the other machines' rows. Training time: the machine's speed (the intervals stay the
+        knowledge base's: calibration measures 60 runs), not refitted: a machine is faster on
+        some workloads than on others of the same framework and model (the AVX2 VM ran the
+        800-sample 32x32x3 cifar_quick 3-6x as long as the AVX-512 build machine, its 600-sample
+        16x16x3 one in 0.3-0.6x of what its framework factors predicted), so its rows divided
+        by one factor would blur the cost model:
+        refitted on the 8 workloads that VM measured, the build machine's 14 were predicted
+        with a MAPE of 17.9 % instead of 16.7 %. Peak memory
         (new-process runs, one per framework and thread setting in a calibration): what its
         libraries and page cache add; with ``spread``, the largest deviation of that machine's
         rows from their factor is kept (``"~"``, log) and widens its intervals each way.
@@ -246,18 +271,20 @@ class PerformanceModel:
         # Measured against a fit on the other machines alone: a fit that saw this machine's rows
         # would have moved towards them and hide part of the factor.
         est.fit(X[base], y[base], [groups[i] for i in base])
-        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, others, min_framework,
-                                       spread)
-        est.fit(X, y / _factors(factors, machines, frameworks), groups)
+        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, models, others,
+                                       min_framework, spread)
+        if refit:
+            est.fit(X, y / _factors(factors, machines, frameworks, models), groups)
         return factors
 
     @staticmethod
     def _machine_factors(est, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
-                         frameworks: list[str], others: set[str],
+                         frameworks: list[str], models: list[str | None], others: set[str],
                          min_framework: int, spread: bool) -> dict[str, dict[str, float]]:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.log(y) - np.log(est.predict(X))
         machines_a, frameworks_a, groups_a = np.array(machines), np.array(frameworks), np.array(groups)
+        models_a = np.array([str(m) for m in models])
         # Less the model's own error on the same workload and framework on the other machines
         # (the knowledge base's): a calibration run of a workload the model under-predicts
         # everywhere says nothing about the machine.
@@ -277,8 +304,13 @@ class PerformanceModel:
                 sel = on & (frameworks_a == fw)
                 if sel.sum() >= min_framework:
                     entry[str(fw)] = float(np.median(log_ratio[sel]))
+                for model in sorted(set(models_a[sel])):
+                    pair = sel & (models_a == model)
+                    if pair.sum() >= MIN_MACHINE_MODEL_RECORDS and len(set(groups_a[pair])) >= 2:
+                        entry[f"{fw}/{model}"] = float(np.median(log_ratio[pair]))
             if spread:  # how far the machine's rows scatter around their factor ("~", log)
-                own = np.array([entry.get(str(fw), entry["*"]) for fw in frameworks_a[on]])
+                own = np.array([machine_factor(entry, str(fw), model)
+                                for fw, model in zip(frameworks_a[on], models_a[on], strict=True)])
                 entry["~"] = float(np.abs(log_ratio[on] - own).max())
             out[m] = entry
         return out
@@ -359,9 +391,10 @@ class PerformanceModel:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
             machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
+            models = [r["meta"].get("model") for r in rows]
             for metric, factors in (("train_time_s", self.machine_speed_), ("peak_rss_mb", self.machine_memory_)):
                 if factors:
-                    factor = _factors(factors, machines, frameworks)
+                    factor = _factors(factors, machines, frameworks, models)
                     for key in (metric, f"{metric}_low", f"{metric}_high"):
                         out[key] = out[key] * factor
                     # What the machine's own runs scatter around their factor (memory).

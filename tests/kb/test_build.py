@@ -37,7 +37,8 @@ def test_build_resumes_without_remeasuring(tiny_kb):
 
 def test_provenance_names_machine_versions_dates_and_command(tiny_kb):
     provenance = json.loads((tiny_kb / "provenance.json").read_text())
-    assert provenance["machine"]["cpu_model"] and provenance["machine"]["fingerprint"]
+    assert provenance["machines"][0]["cpu_model"] and provenance["machines"][0]["fingerprint"]
+    assert provenance["sessions"][0]["machine"] == provenance["machines"][0]["fingerprint"]
     assert provenance["host_versions"]["numpy"]
     assert provenance["sessions"][0]["started_at"] and provenance["sessions"][0]["finished_at"]
     assert provenance["sessions"][0]["command"]
@@ -198,3 +199,25 @@ def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch
 class _Result:
     def to_dict(self):
         return {"measured": 0}
+
+
+def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monkeypatch):
+    from dltune.hardware import Hardware
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    # A folder written before builds named their machines: one "machine" for every session.
+    first = Hardware.detect()
+    old_machine = {**first.to_dict(), "fingerprint": "0123456789ab", "target": "old-box"}
+    (folder / "provenance.json").write_text(json.dumps({
+        "machine": old_machine, "sessions": [{"command": "dltune kb build", "started_at": "x"}]}))
+    result = build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    assert result.machines == 2
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert [m["fingerprint"] for m in provenance["machines"]] == ["0123456789ab", first.fingerprint]
+    assert [s["machine"] for s in provenance["sessions"]] == ["0123456789ab", first.fingerprint]
+    assert "machine" not in provenance
+    # Resumed on the same machine again: no third entry.
+    build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert len(provenance["machines"]) == 2 and len(provenance["sessions"]) == 3

@@ -305,3 +305,32 @@ def test_a_calibrated_machines_memory_scatter_widens_its_memory_interval(tiny_kb
     assert np.allclose(there["peak_rss_mb_low"], narrow["peak_rss_mb_low"] / np.exp(spread))
     # Training time keeps the knowledge base's interval (no spread kept for it).
     assert "~" not in model.machine_speed_["Other CPU [avx2]|2|16"]
+
+
+class _Ones:
+    """An estimator whose every prediction is 1 (the machine factors are then the ratios)."""
+
+    def predict(self, X):
+        return np.ones(len(X))
+
+
+def test_a_machine_measured_on_two_workloads_of_a_model_gets_a_factor_for_that_model():
+    from dltune.surrogate._model import MIN_MACHINE_MODEL_RECORDS, machine_factor
+
+    n = MIN_MACHINE_MODEL_RECORDS
+    # Machine "B": its MLPs ran 2x, its LeNets 4x the reference's time, each model on two
+    # workloads; its cifar_quick runs (3x) come from one workload only (a calibration's kind).
+    rows = ([("w1", "mlp", 2.0)] * (n // 2) + [("w2", "mlp", 2.0)] * (n - n // 2)
+            + [("w3", "lenet", 4.0)] * (n // 2) + [("w4", "lenet", 4.0)] * (n - n // 2)
+            + [("w5", "cifar_quick", 3.0)] * n)
+    groups, models, y = (list(c) for c in zip(*rows, strict=True))
+    factors = PerformanceModel._machine_factors(
+        _Ones(), np.zeros((len(y), 1)), np.array(y), groups, ["B"] * len(y), ["numpy"] * len(y),
+        models, {"B"}, 3, spread=False)["B"]
+    assert factors["numpy/mlp"] == pytest.approx(np.log(2.0))
+    assert factors["numpy/lenet"] == pytest.approx(np.log(4.0))
+    assert "numpy/cifar_quick" not in factors
+    # Lookup: the pair's factor, else the framework's, else the machine's.
+    assert machine_factor(factors, "numpy", "lenet") == pytest.approx(np.log(4.0))
+    assert machine_factor(factors, "numpy", "cifar_quick") == factors["numpy"] == pytest.approx(np.log(3.0))
+    assert machine_factor({"*": 0.5}, "torch", "mlp") == 0.5
