@@ -32,7 +32,7 @@ def main() -> None:
     from dltune.kb._store import load_shipped_records
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import FeatureEncoder
-    from dltune.surrogate._model import epochs_ran, machine_key, workload_label
+    from dltune.surrogate._model import epochs_ran, machine_key, reference_machine, workload_label
 
     data = usable_records(load_shipped_records())
     rows = [record_row(d) for d in data]
@@ -48,8 +48,8 @@ def main() -> None:
     groups = np.array([workload_label(d) for d in data])
     labels = sorted(set(groups))
     machines = np.array([machine_key(d["hardware"]) for d in data])
-    values, counts = np.unique(machines, return_counts=True)
-    on_reference = machines == values[np.argmax(counts)]
+    reference = reference_machine(machines)
+    on_reference = machines == reference
     reference_labels = sorted(set(groups[on_reference]))
 
     def ranks(train: np.ndarray) -> np.ndarray:
@@ -90,7 +90,7 @@ def main() -> None:
             mins.append(np.min(rhos))
         print(f"{k:15d} | {np.mean(means):.2f} / {np.mean(mins):.2f}   ({draws} draw{'s' if draws > 1 else ''})")
 
-    print(f"\ntraining-time cost model, the {len(reference_labels)} workloads of {values[np.argmax(counts)]}: "
+    print(f"\ntraining-time cost model, the {len(reference_labels)} workloads of {reference}: "
           "other workloads | time MAPE %")
     full_prediction = np.zeros(len(data))
     for k in sorted({min(k, len(reference_labels) - 1) for k in (6, 9, len(reference_labels) - 1)}):

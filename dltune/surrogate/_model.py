@@ -23,7 +23,8 @@ from dltune.surrogate._features import (
     workload_vector,
 )
 
-__all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "usable_records"]
+__all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
+           "usable_records"]
 
 FORMAT_VERSION = 10
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
@@ -109,6 +110,15 @@ def machine_key(hardware: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         memory = None
     return f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
+
+
+def reference_machine(machines: Iterable[str]) -> str:
+    """The machine most records come from (the first seen among equals): the one the
+    training-time model is fitted on, every other being a factor against it."""
+    counts: dict[str, int] = {}
+    for m in machines:
+        counts[m] = counts.get(m, 0) + 1
+    return max(counts, key=lambda m: counts[m])
 
 
 def machine_factor(entry: dict[str, float], framework: str, model: str | None) -> float:
@@ -210,11 +220,9 @@ class PerformanceModel:
         machines = [machine_key(d.get("hardware") or {}) for d in data]
         frameworks = [d["config"]["framework"] for d in data]
         models = [row["meta"].get("model") for row in rows]
-        counts: dict[str, int] = {}
-        for m in machines:
-            counts[m] = counts.get(m, 0) + 1
-        self.reference_machine_ = max(counts, key=lambda m: counts[m])
-        others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
+        self.reference_machine_ = reference_machine(machines)
+        others = {m for m in set(machines)
+                  if m != self.reference_machine_ and machines.count(m) >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
             self.train_time_, X_time, seconds, groups, machines, frameworks, models, others,
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)

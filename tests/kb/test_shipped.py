@@ -39,13 +39,11 @@ def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines():
     """Each shipped calibration: `dltune kb calibrate` runs of one machine that is not the one
     most of the knowledge base was measured on, on the knowledge base's own configurations
     (the same keys, measured there on that machine)."""
-    import collections
-
     from dltune.kb import calibration_dir, shipped_calibration_paths
-    from dltune.surrogate._model import MIN_MACHINE_RECORDS, machine_key
+    from dltune.surrogate._model import MIN_MACHINE_RECORDS, machine_key, reference_machine
 
     kb = {e["kb"]["key"]: machine_key(e["hardware"]) for e in read_jsonl(shipped_kb_path())}
-    [(reference, _)] = collections.Counter(kb.values()).most_common(1)
+    reference = reference_machine(kb.values())
     for path in shipped_calibration_paths():
         entries = list(read_jsonl(path))
         assert len(entries) >= MIN_MACHINE_RECORDS and all(e["status"] == "ok" for e in entries)
