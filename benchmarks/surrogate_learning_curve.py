@@ -3,7 +3,7 @@
     python benchmarks/surrogate_learning_curve.py [--draws N]
 
 Leave-one-workload-out on the shipped knowledge base, as ``dltune kb validate`` does, but each
-held-out workload is predicted from a random 6, 9 or 13 of the other workloads (``--draws``
+held-out workload is predicted from a random 6, 9, 13, 20 or 27 (time: 6, 9, 13) of the other workloads (``--draws``
 draws each) as well as from all of them: the accuracy order model's Spearman correlation (which
 alone decides the ranking; accuracy does not depend on the machine, so every workload counts),
 and the training-time cost model's MAPE (the point prediction, with the epochs each run
@@ -77,7 +77,7 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     print(f"accuracy order model, {len(labels)} workloads: other workloads | Spearman mean / min")
-    for k in sorted({min(k, len(labels) - 1) for k in (6, 9, 13, len(labels) - 1)}):
+    for k in sorted({min(k, len(labels) - 1) for k in (6, 9, 13, 20, 27, len(labels) - 1)}):
         draws = 1 if k == len(labels) - 1 else args.draws
         means, mins = [], []
         for _ in range(draws):
@@ -93,7 +93,7 @@ def main() -> None:
     print(f"\ntraining-time cost model, the {len(reference_labels)} workloads of {reference}: "
           "other workloads | time MAPE %")
     full_prediction = np.zeros(len(data))
-    for k in sorted({min(k, len(reference_labels) - 1) for k in (6, 9, len(reference_labels) - 1)}):
+    for k in sorted({min(k, len(reference_labels) - 1) for k in (6, 9, 13, len(reference_labels) - 1)}):
         draws = 1 if k == len(reference_labels) - 1 else args.draws
         mapes = []
         for _ in range(draws):

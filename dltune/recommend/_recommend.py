@@ -305,7 +305,12 @@ def recommend(
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
     speed = perf.machine_speed_.get(machine_key(hw_dict))
-    if speed:
+    own = perf.time_source(hw_dict, chosen.config.framework)
+    if own:
+        reason += (f" Training times come from a cost model fitted on this machine's own "
+                   f"{chosen.config.framework} runs ({own['records']} runs of {own['workloads']} "
+                   f"workloads).")
+    elif speed:
         factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name))
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "

@@ -483,8 +483,10 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         terms = cost_terms(X, tuple(self.cost_columns))
         out = self._crossed(terms, X, tuple(self.group_columns)) @ coef
         if len(self.subgroup_columns):
-            # Framework x model where the fit saw that pair; the framework's costs otherwise.
-            known = np.nan_to_num(X[:, list(self.subgroup_columns)]).sum(axis=1) > 0
+            # Framework x model where the fit saw that pair (it has costs), the framework's
+            # otherwise: a fit on part of the records (one machine's) may lack a pair.
+            seen = sub.reshape(len(self.subgroup_columns), -1).any(axis=1)
+            known = (np.nan_to_num(X[:, list(self.subgroup_columns)]) * seen).sum(axis=1) > 0
             fine = self._crossed(terms, X, tuple(self.subgroup_columns)) @ sub
             out = np.where(known, fine, out)
         # A group the fit never saw has no costs: a tiny floor keeps the log finite.

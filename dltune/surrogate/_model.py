@@ -26,7 +26,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -55,6 +55,9 @@ MIN_MACHINE_FRAMEWORK_RECORDS = 3
 # AVX-512 build machine. A calibration (one workload per model, 5 runs each) keeps to the
 # framework's factor: one workload cannot tell the machine from that workload.
 MIN_MACHINE_MODEL_RECORDS = 10
+# Workloads of one framework measured on such a machine before its training times there come
+# from a cost model of its own (PerformanceModel._fit_machine_time).
+MIN_MACHINE_WORKLOADS = 12
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -165,15 +168,21 @@ class PerformanceModel:
             cost model's own; see TrainTimeSurrogate).
         calibrate: conformal calibration of the intervals (costs ``cv`` extra fits each).
         random_state: seed.
+        machine_workloads: workloads a machine other than the reference one needs measured
+            (with one framework) before that framework's training times there come from a cost
+            model fitted on that machine's runs alone rather than from the reference machine's
+            scaled by a factor (see ``fit``).
     """
 
     def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 30,
-                 calibrate: bool = True, random_state: int = 0) -> None:
+                 calibrate: bool = True, random_state: int = 0,
+                 machine_workloads: int = MIN_MACHINE_WORKLOADS) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
         self.time_residual_iter = time_residual_iter
         self.calibrate = calibrate
         self.random_state = random_state
+        self.machine_workloads = machine_workloads
 
     def _estimators(self, encoder: FeatureEncoder):
         kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
@@ -226,6 +235,7 @@ class PerformanceModel:
         self.machine_speed_ = self._fit_per_machine(
             self.train_time_, X_time, seconds, groups, machines, frameworks, models, others,
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
+        self._fit_machine_time(X_time, seconds, groups, machines, frameworks, others)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -239,6 +249,41 @@ class PerformanceModel:
         self._fit_references(data)
         self.n_records_ = len(data)
         return self
+
+    def _fit_machine_time(self, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
+                          frameworks: list[str], others: set[str]) -> None:
+        """A training-time model of its own for each machine in ``others`` with
+        ``machine_workloads`` or more workloads of one framework (``machine_time_``, with what it
+        covers in ``machine_time_info_``).
+
+        A factor per framework and model cannot say how a machine's speed varies between
+        workloads: the 2-vCPU AVX2 VM that measured part of the knowledge base ran most of its
+        workloads 2-3x as long as the AVX-512 build machine predicted, and a 600-sample 16x16x3
+        cifar_quick in Theano in 0.4x. With enough workloads of its own, the cost model fitted
+        on that machine's runs alone learns its costs term by term. Its frameworks with fewer
+        workloads there keep the reference model and the factor.
+        """
+        self.machine_time_: dict[str, TrainTimeSurrogate] = {}
+        self.machine_time_info_: dict[str, dict[str, Any]] = {}
+        for m in sorted(others):
+            on = [i for i, mm in enumerate(machines) if mm == m]
+            covered = sorted(fw for fw in {frameworks[i] for i in on}
+                             if len({groups[i] for i in on if frameworks[i] == fw}) >= self.machine_workloads)
+            if not covered:
+                continue
+            rows = [i for i in on if frameworks[i] in covered]
+            est = self._estimators(self.encoder_)[1]
+            est.fit(X[rows], y[rows], [groups[i] for i in rows])
+            self.machine_time_[m] = est
+            self.machine_time_info_[m] = {"frameworks": covered, "records": len(rows),
+                                          "workloads": len({groups[i] for i in rows})}
+
+    def time_source(self, hardware: dict[str, Any], framework: str) -> dict[str, Any] | None:
+        """Where training times for ``framework`` on ``hardware`` come from when it is a machine
+        with a time model of its own (its ``workloads`` and ``records``); None otherwise."""
+        self._check_fitted()
+        info = self.machine_time_info_.get(machine_key(hardware))
+        return info if info and framework in info["frameworks"] else None
 
     @classmethod
     def _fit_per_machine(cls, est, X: np.ndarray, y: np.ndarray, groups: list[str],
@@ -395,7 +440,7 @@ class PerformanceModel:
                          ("peak_rss_mb", self.memory_)):
             point, low, high = est.predict_interval(X)
             out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
-        if self.machine_speed_ or self.machine_memory_:
+        if self.machine_speed_ or self.machine_memory_ or self.machine_time_:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
             machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
@@ -409,6 +454,13 @@ class PerformanceModel:
                     widen = np.exp([factors[m].get("~", 0.0) if m in factors else 0.0 for m in machines])
                     out[f"{metric}_low"] = out[f"{metric}_low"] / widen
                     out[f"{metric}_high"] = out[f"{metric}_high"] * widen
+            for m, est in self.machine_time_.items():  # machines with a time model of their own
+                covered = self.machine_time_info_[m]["frameworks"]
+                own = np.array([mm == m and f in covered for mm, f in zip(machines, frameworks, strict=True)])
+                if own.any():
+                    point, low, high = est.predict_interval(X[own])
+                    out["train_time_s"][own], out["train_time_s_low"][own] = point, low
+                    out["train_time_s_high"][own] = high
         return out
 
     def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
@@ -513,6 +565,8 @@ class PerformanceModel:
         arrays: dict[str, np.ndarray] = {}
         for key, est in (("acc.", self.accuracy_), ("time.", self.train_time_), ("mem.", self.memory_)):
             arrays.update(est.to_arrays(key))
+        for i, est in enumerate(self.machine_time_.values()):
+            arrays.update(est.to_arrays(f"time@{i}."))
         state = {
             "format": FORMAT_VERSION, "params": self.get_params(), "encoder": self.encoder_.to_state(),
             "workloads": self.workloads_, "workload_scale": self.workload_scale_.tolist(),
@@ -522,6 +576,7 @@ class PerformanceModel:
             "n_memory_records": self.n_memory_records_,
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
             "machine_memory": self.machine_memory_,
+            "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -550,6 +605,13 @@ class PerformanceModel:
             model.accuracy_.load_arrays(arrays, "acc.")
             model.train_time_.load_arrays(arrays, "time.")
             model.memory_.load_arrays(arrays, "mem.")
+            model.machine_time_, model.machine_time_info_ = {}, {}
+            for i, info in enumerate(state["machine_time"]):
+                info = dict(info)
+                machine = info.pop("machine")
+                model.machine_time_[machine] = model._estimators(model.encoder_)[1].load_arrays(
+                    arrays, f"time@{i}.")
+                model.machine_time_info_[machine] = info
         model.workloads_ = state["workloads"]
         model.workload_scale_ = np.array(state["workload_scale"])
         model.workload_center_ = np.array(state["workload_center"])
@@ -567,4 +629,4 @@ class PerformanceModel:
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002
         return {"coverage": self.coverage, "max_iter": self.max_iter,
                 "time_residual_iter": self.time_residual_iter, "calibrate": self.calibrate,
-                "random_state": self.random_state}
+                "random_state": self.random_state, "machine_workloads": self.machine_workloads}
