@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,11 +117,10 @@ def machine_key(hardware: dict[str, Any]) -> str:
 
 
 def reference_machine(machines: Iterable[str]) -> str:
-    """The machine most records come from (the first seen among equals): the one the
-    training-time model is fitted on, every other being a factor against it."""
-    counts: dict[str, int] = {}
-    for m in machines:
-        counts[m] = counts.get(m, 0) + 1
+    """The machine most records come from (the first seen among equals): the one the main
+    training-time model is fitted on; every other is a factor against it, or has a model of its
+    own with enough workloads (``PerformanceModel._fit_machine_time``)."""
+    counts = Counter(machines)
     return max(counts, key=lambda m: counts[m])
 
 
@@ -230,8 +230,8 @@ class PerformanceModel:
         frameworks = [d["config"]["framework"] for d in data]
         models = [row["meta"].get("model") for row in rows]
         self.reference_machine_ = reference_machine(machines)
-        others = {m for m in set(machines)
-                  if m != self.reference_machine_ and machines.count(m) >= MIN_MACHINE_RECORDS}
+        counts = Counter(machines)
+        others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
             self.train_time_, X_time, seconds, groups, machines, frameworks, models, others,
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
