@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -264,12 +266,23 @@ def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
     assert all(np.allclose(a[k], b[k]) for k in a)
 
 
-def _every_record_on_another_machine(records, slower_by_workload):
-    """Every record again, as if measured on another machine that runs each workload (by
-    fingerprint) ``slower_by_workload[fingerprint]`` times as long."""
-    return [dict(d, id=f"other-{i}", hardware=dict(d["hardware"], **OTHER),
-                 metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"]
-                              * slower_by_workload[d["workload"]["fingerprint"]]))
+def _elsewhere(hardware):
+    """``hardware`` as the same target (the cores a run could use) on the ``OTHER`` machine."""
+    usable = hardware["usable_cores"]
+    return {**hardware, **OTHER, "usable_cores": usable, "target": f"other-cpu-{usable}of2c"}
+
+
+def _steps(record):
+    """Training steps of a record's run: epochs x batches per epoch."""
+    n_train = record["workload"]["dataset_params"]["n_train"]
+    return record["config"]["epochs"] * math.ceil(n_train / record["config"]["batch_size"])
+
+
+def _every_record_on_another_machine(records, slower_by):
+    """Every record again, as if measured with the same cores on another machine that runs
+    everything ``slower_by`` times as long."""
+    return [dict(d, id=f"other-{i}", hardware=_elsewhere(d["hardware"]),
+                 metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower_by))
             for i, d in enumerate(records)]
 
 
@@ -278,11 +291,13 @@ def test_a_machine_with_enough_workloads_gets_a_time_model_of_its_own(tiny_kb, t
     fingerprints = sorted({d["workload"]["fingerprint"] for d in records})
     assert len(fingerprints) == 3
     here_rows = [record_row(d) for d in records]
-    there_rows = [dict(row, hardware=dict(row["hardware"], **OTHER)) for row in here_rows]
+    # The same runs with the same cores (1 of 2 under CPU affinity, or 2): the interval's trees
+    # split on the cores a run could use, so moving every run to 2 of 2 cores would change them.
+    there_rows = [dict(row, hardware=_elsewhere(row["hardware"])) for row in here_rows]
     # Uniformly 3x slower: its own cost model is the reference one times 3, term by term, and
     # so are its intervals (the same log ratios to the modelled time).
     uniform = PerformanceModel(max_iter=20, calibrate=False, machine_workloads=3).fit(
-        records + _every_record_on_another_machine(records, dict.fromkeys(fingerprints, 3.0)))
+        records + _every_record_on_another_machine(records, 3.0))
     assert list(uniform.machine_time_) == ["Other CPU [avx2]|2|16"]
     info = uniform.time_source(there_rows[0]["hardware"], records[0]["config"]["framework"])
     assert info == {"frameworks": sorted({d["config"]["framework"] for d in records}),
@@ -294,12 +309,14 @@ def test_a_machine_with_enough_workloads_gets_a_time_model_of_its_own(tiny_kb, t
     # The reference machine's predictions do not see the other machine's records.
     alone = PerformanceModel(max_iter=20, calibrate=False).fit(records)
     assert np.allclose(here["train_time_s"], alone.predict(here_rows)["train_time_s"], rtol=1e-6)
-    # A machine 2x, 3x and 4x slower on the three workloads: its own model follows it where a
-    # factor against the reference machine (too few workloads for a model of its own) cannot
-    # (median log error 0.18 against 0.21 on this tiny knowledge base: a cost model per
-    # machine cannot fit an arbitrary factor per workload either).
-    varied = dict(zip(fingerprints, (2.0, 3.0, 4.0), strict=True))
-    other = _every_record_on_another_machine(records, varied)
+    # A machine with 2 ms more per training step (slower Python dispatch, say): 1.2-7x as long
+    # as here depending on batch size and workload. Its own cost model has a per-step term for
+    # that; a factor per framework and model against the reference machine (too few workloads
+    # for a model of its own) cannot follow it. Median log error on 12 tiny knowledge bases
+    # measured on this VM: own 0.025-0.082, factor 0.169-0.254 (at most 0.44x of it).
+    other = [dict(d, id=f"other-{i}", hardware=_elsewhere(d["hardware"]),
+                  metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] + 2e-3 * _steps(d)))
+             for i, d in enumerate(records)]
     measured = np.array([d["metrics"]["train_time_s"] for d in other])
     own = PerformanceModel(max_iter=20, calibrate=False, machine_workloads=3).fit(records + other)
     factor = PerformanceModel(max_iter=20, calibrate=False, machine_workloads=4).fit(records + other)
@@ -308,7 +325,7 @@ def test_a_machine_with_enough_workloads_gets_a_time_model_of_its_own(tiny_kb, t
     def error(model):
         return np.median(np.abs(np.log(model.predict(there_rows)["train_time_s"] / measured)))
 
-    assert error(own) < 0.9 * error(factor)
+    assert error(own) < 0.6 * error(factor)
     # Saved and loaded: the same predictions, the same description.
     loaded = PerformanceModel.load(own.save(tmp_path / "own.npz"))
     assert loaded.machine_time_info_ == own.machine_time_info_
