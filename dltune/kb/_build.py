@@ -27,7 +27,10 @@ NOISE_NOTE = (
     "training times measured under load carry that noise; repeats (kind 'repeat', another "
     "seed) show its size. Where present, kb.others_cpu_pct is the CPU (in % of one core) the "
     "rest of the machine used just before the run, after kb.waited_s seconds of waiting for "
-    "it to fall to the quiet threshold."
+    "it to fall to the quiet threshold. Where present, kb.steal_pct is the share of the "
+    "machine's CPU time during the run that its hypervisor gave to other guests (steal time; "
+    "absent where the OS does not report it): a virtual machine's host can slow every run "
+    "while the machine itself looks idle."
 )
 # Other work the build waits out before each run: in % of one core, over QUIET_SAMPLE_S. An idle
 # 2-vCPU VM reads 0-10 %; one busy process reads about 100 %.
@@ -41,6 +44,23 @@ def others_cpu_pct(interval: float = QUIET_SAMPLE_S) -> float:
     import psutil
 
     return psutil.cpu_percent(interval=interval) * (psutil.cpu_count() or 1)
+
+
+def cpu_steal_pct(before: Any, after: Any) -> float | None:
+    """The share (%) of the machine's CPU time between two ``psutil.cpu_times()`` readings
+    that the hypervisor gave to other guests (steal time); None where the OS reports no
+    steal time or no time passed. Guest time is already counted in user time, so it is left
+    out of the total."""
+    if not hasattr(before, "steal") or not hasattr(after, "steal"):
+        return None
+
+    def busy_and_idle(t: Any) -> float:
+        d = t._asdict()
+        return sum(v for k, v in d.items() if k not in ("guest", "guest_nice"))
+    total = busy_and_idle(after) - busy_and_idle(before)
+    if total <= 0:
+        return None
+    return max(0.0, 100.0 * (after.steal - before.steal) / total)
 
 
 def wait_for_quiet(max_wait_s: float, threshold: float = QUIET_CPU_PCT,
@@ -219,6 +239,8 @@ def build_kb(
             0: only record the reading). Other work stalls the thread barriers of a run with
             as many threads as cores, far beyond its own share.
     """
+    import psutil
+
     from dltune._bench import interpreter_for
     from dltune._workload import Workload
     from dltune.backends import BACKENDS
@@ -284,6 +306,7 @@ def build_kb(
                     workloads[run.workload.name] = workload
                 others, waited = wait_for_quiet(quiet_wait_s, stop=stop)
                 load_1m = os.getloadavg()[0]
+                times_before = psutil.cpu_times()
                 if run.kind == "fresh":
                     from dltune.runtime import WorkerPool
 
@@ -295,6 +318,9 @@ def build_kb(
                             "repeat": run.repeat, "suite_workload": run.workload.name,
                             "load_1m": round(load_1m, 2), "others_cpu_pct": round(others, 1),
                             "waited_s": round(waited, 1)}
+                steal = cpu_steal_pct(times_before, psutil.cpu_times())
+                if steal is not None:
+                    entry_kb["steal_pct"] = round(steal, 2)
                 store.append(record, entry_kb)
                 measured += 1
                 failed += 0 if record.ok else 1

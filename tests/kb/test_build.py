@@ -175,6 +175,8 @@ def test_each_run_records_the_machines_other_work(tmp_path):
     entries = RecordStore(tmp_path / "kb").entries()
     assert result.measured == len(entries) > 0
     assert all(e["kb"]["others_cpu_pct"] >= 0 and e["kb"]["waited_s"] == 0 for e in entries)
+    # Linux reports steal time (a virtual machine's hypervisor serving other guests).
+    assert all(0 <= e["kb"]["steal_pct"] <= 100 for e in entries)
     with pytest.raises(ParameterError, match="quiet_wait_s"):
         build_kb("tiny", out=tmp_path / "kb2", frameworks=["numpy"], quiet_wait_s=-1)
 
@@ -221,3 +223,18 @@ def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monke
     build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
     provenance = json.loads((folder / "provenance.json").read_text())
     assert len(provenance["machines"]) == 2 and len(provenance["sessions"]) == 3
+
+
+def test_steal_share_of_the_cpu_time_between_two_readings():
+    from collections import namedtuple
+
+    from dltune.kb._build import cpu_steal_pct
+
+    Times = namedtuple("Times", "user nice system idle iowait irq softirq steal guest guest_nice")
+    before = Times(100, 0, 20, 500, 0, 0, 0, 10, 5, 0)
+    # 40 s of CPU time passed (guest time is inside user time, not counted twice), 4 of it stolen.
+    after = Times(120, 0, 25, 511, 0, 0, 0, 14, 9, 0)
+    assert cpu_steal_pct(before, after) == pytest.approx(10.0)
+    assert cpu_steal_pct(before, before) is None
+    NoSteal = namedtuple("NoSteal", "user system idle")
+    assert cpu_steal_pct(NoSteal(1, 1, 1), NoSteal(2, 2, 2)) is None
