@@ -12,6 +12,7 @@ on its own training data.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -211,6 +212,19 @@ class QuantileGBMRegressor:
 MIN_ORDER_ROWS = 10
 
 
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties sharing their average (as scipy.stats.rankdata, without importing
+    scipy.stats into a recommendation's process)."""
+    sorter = np.argsort(a, kind="stable")
+    inverse = np.empty_like(sorter)
+    inverse[sorter] = np.arange(len(a))
+    ordered = a[sorter]
+    new = np.r_[True, ordered[1:] != ordered[:-1]]
+    dense = np.cumsum(new)[inverse]
+    bounds = np.r_[np.flatnonzero(new), len(new)]
+    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
+
+
 class AccuracySurrogate(QuantileGBMRegressor):
     """Test accuracy in [0, 1], learned relative to what the workload allows.
 
@@ -235,11 +249,25 @@ class AccuracySurrogate(QuantileGBMRegressor):
     candidates, a workload's measured runs), the point predictions are the same values
     reassigned in that learnt order: the value model says how accurate the workload's
     configurations are, the order model which of them is which.
+
+    With ``transfer`` > 0 the order also draws on the measured workloads one by one: each
+    workload with :data:`MIN_ORDER_ROWS` or more rows gets a small ensemble of its own that
+    learns its configurations' ranks, and a workload being predicted is ordered by those
+    ensembles' average, each weighted by how alike the two workloads are
+    (``exp(-d^2 / transfer_bandwidth)``, ``d`` the distance between their standardised workload
+    columns; a tenth of that for a workload of another model, told apart by
+    ``model_columns``: one tuple of one-hot columns per model), mixed with the order model's
+    ranks in the proportion ``transfer``. Which configurations rank high carries over best
+    between workloads that are alike; one ensemble over all workloads averages that away.
+    Leave-one-workload-out on the shipped knowledge base: Spearman 0.70 mean / 0.28 min
+    without, 0.72 / 0.34 with ``transfer=0.5`` (docs/recommendation.md).
     """
 
     def __init__(self, reference_columns: tuple[int, ...] = (), n_test_column: int | None = None,
                  classes_column: int | None = None, workload_columns: tuple[int, ...] = (),
-                 coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
+                 model_columns: tuple[tuple[int, ...], ...] = (), transfer: float = 0.0,
+                 transfer_bandwidth: float = 10.0, coverage: float = 0.8, max_iter: int = 100,
+                 learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
                  random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
@@ -249,11 +277,29 @@ class AccuracySurrogate(QuantileGBMRegressor):
         self.n_test_column = n_test_column
         self.classes_column = classes_column
         self.workload_columns = workload_columns
+        self.model_columns = model_columns
+        self.transfer = transfer
+        self.transfer_bandwidth = transfer_bandwidth
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"reference_columns": tuple(self.reference_columns),
                 "n_test_column": self.n_test_column, "classes_column": self.classes_column,
-                "workload_columns": tuple(self.workload_columns), **super().get_params(deep)}
+                "workload_columns": tuple(self.workload_columns),
+                "model_columns": tuple(tuple(c) for c in self.model_columns),
+                "transfer": self.transfer, "transfer_bandwidth": self.transfer_bandwidth,
+                **super().get_params(deep)}
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_float("transfer", self.transfer, 0.0, 1.0)
+        check_float("transfer_bandwidth", self.transfer_bandwidth, 0.0, None, low_open=True)
+
+    def _model_ids(self, X: np.ndarray) -> np.ndarray:
+        """Which of ``model_columns``' models each row is (-1: none of them)."""
+        ids = np.full(len(X), -1)
+        for i, cols in enumerate(self.model_columns):
+            ids[(ids < 0) & (np.nan_to_num(X[:, list(cols)]).sum(axis=1) > 0)] = i
+        return ids
 
     def _workload_groups(self, X: np.ndarray) -> np.ndarray:
         """A group id per row: rows with equal workload columns are one workload."""
@@ -278,31 +324,91 @@ class AccuracySurrogate(QuantileGBMRegressor):
 
             with threadpool_limits(1):
                 self.order_ = compile_hist_gbm(self._gbm("squared_error").fit(self._trees_X(X), rank))
+                self._fit_transfer(X, rank, labels)
         return self
+
+    def _fit_transfer(self, X: np.ndarray, rank: np.ndarray, labels: np.ndarray) -> None:
+        """One rank ensemble per workload with enough rows, with its workload columns."""
+        self.transfer_trees_: list[TreeArrays] = []
+        vectors, models = [], []
+        if self.transfer > 0:
+            for label in np.unique(labels):
+                rows = np.flatnonzero(labels == label)
+                if len(rows) < MIN_ORDER_ROWS:
+                    continue
+                fit = self._gbm("squared_error").fit(self._trees_X(X[rows]), rank[rows])
+                self.transfer_trees_.append(compile_hist_gbm(fit))
+                vectors.append(X[rows[0], list(self.workload_columns)])
+                models.append(self._model_ids(X[rows[:1]])[0])
+        self.transfer_vectors_ = np.array(vectors, dtype=np.float64).reshape(
+            len(vectors), len(self.workload_columns))
+        self.transfer_models_ = np.array(models, dtype=np.int64)
+        self._set_transfer_scale()
+
+    def _set_transfer_scale(self) -> None:
+        v = self.transfer_vectors_
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
+            self.transfer_center_ = np.nan_to_num(np.nanmean(v, axis=0)) if len(v) else np.zeros(v.shape[1])
+            scale = np.nan_to_num(np.nanstd(v, axis=0)) if len(v) else np.ones(v.shape[1])
+        self.transfer_scale_ = np.where(scale > 0, scale, 1.0)
+
+    def _transfer_order(self, X: np.ndarray) -> np.ndarray | None:
+        """The measured workloads' ranks for rows of one workload, weighted by likeness."""
+        if not len(getattr(self, "transfer_trees_", ())):
+            return None
+        z = np.nan_to_num((X[0, list(self.workload_columns)] - self.transfer_center_) / self.transfer_scale_)
+        zs = np.nan_to_num((self.transfer_vectors_ - self.transfer_center_) / self.transfer_scale_)
+        weights = np.exp(-np.sum((zs - z) ** 2, axis=1) / self.transfer_bandwidth)
+        model = self._model_ids(X[:1])[0]
+        weights *= np.where((self.transfer_models_ == model) & (model >= 0), 1.0, 0.1)
+        # Workloads whose weight is negligible next to the closest one are not evaluated.
+        used = np.flatnonzero(weights >= 1e-4 * weights.max())
+        # Candidates that differ only in what the trees do not see (framework, threads) share
+        # a prediction: each distinct row is predicted once.
+        Xt, inverse = np.unique(self._trees_X(X), axis=0, return_inverse=True)
+        total = sum(weights[i] * self.transfer_trees_[i].predict(Xt) for i in used)
+        return (total / weights[used].sum())[inverse.ravel()]
 
     def _point_target(self, X: np.ndarray) -> np.ndarray:
         point = super()._point_target(X)
         if getattr(self, "order_", None) is None or len(X) < MIN_ORDER_ROWS:
             return point
-        order = self.order_.predict(self._trees_X(X))
+        rows_seen, inverse = np.unique(self._trees_X(X), axis=0, return_inverse=True)
+        order = self.order_.predict(rows_seen)[inverse.ravel()]
         ids = self._workload_groups(X)
         for g in np.unique(ids):
             rows = np.flatnonzero(ids == g)
             if len(rows) >= MIN_ORDER_ROWS:
+                key = order[rows]
+                transferred = self._transfer_order(X[rows])
+                if transferred is not None:
+                    key = (1 - self.transfer) * _ranks(key) + self.transfer * _ranks(transferred)
                 # The value model's values, the order model's order (lowest error ratio first).
-                point[rows[np.argsort(order[rows], kind="stable")]] = np.sort(point[rows])
+                point[rows[np.argsort(key, kind="stable")]] = np.sort(point[rows])
         return point
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         arrays = super().to_arrays(prefix)
         if getattr(self, "order_", None) is not None:
             arrays.update(self.order_.to_arrays(f"{prefix}order_"))
+            arrays[f"{prefix}xfer_vectors"] = self.transfer_vectors_
+            arrays[f"{prefix}xfer_models"] = self.transfer_models_
+            for i, trees in enumerate(self.transfer_trees_):
+                arrays.update(trees.to_arrays(f"{prefix}xfer{i}_"))
         return arrays
 
     def load_arrays(self, arrays, prefix: str) -> AccuracySurrogate:
         super().load_arrays(arrays, prefix)
         has_order = any(str(k).startswith(f"{prefix}order_") for k in arrays)
         self.order_ = TreeArrays.from_arrays(arrays, f"{prefix}order_") if has_order else None
+        self.transfer_trees_ = []
+        if has_order:
+            self.transfer_vectors_ = np.asarray(arrays[f"{prefix}xfer_vectors"], dtype=np.float64)
+            self.transfer_models_ = np.asarray(arrays[f"{prefix}xfer_models"], dtype=np.int64)
+            self.transfer_trees_ = [TreeArrays.from_arrays(arrays, f"{prefix}xfer{i}_")
+                                    for i in range(len(self.transfer_vectors_))]
+            self._set_transfer_scale()
         return self
 
     def _chance(self, X: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -172,17 +172,21 @@ class PerformanceModel:
             (with one framework) before that framework's training times there come from a cost
             model fitted on that machine's runs alone rather than from the reference machine's
             scaled by a factor (see ``fit``).
+        transfer: share of the accuracy order drawn from the measured workloads most like the
+            one predicted, each by a rank model of its own (see ``AccuracySurrogate``); 0: the
+            order model alone.
     """
 
     def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 30,
                  calibrate: bool = True, random_state: int = 0,
-                 machine_workloads: int = MIN_MACHINE_WORKLOADS) -> None:
+                 machine_workloads: int = MIN_MACHINE_WORKLOADS, transfer: float = 0.5) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
         self.time_residual_iter = time_residual_iter
         self.calibrate = calibrate
         self.random_state = random_state
         self.machine_workloads = machine_workloads
+        self.transfer = transfer
 
     def _estimators(self, encoder: FeatureEncoder):
         kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
@@ -200,6 +204,10 @@ class PerformanceModel:
                                   n_test_column=names.index("log_n_test"),
                                   classes_column=names.index("log_num_classes"),
                                   workload_columns=tuple(names.index(n) for n, _, _ in WORKLOAD_FEATURES),
+                                  model_columns=tuple(
+                                      tuple(i for i, n in enumerate(names) if n.startswith("fwm_") and n.endswith(f"|{m}"))
+                                      for m in sorted({m for _, m in encoder.framework_models_})),
+                                  transfer=self.transfer,
                                   tree_columns=accuracy_trees, max_iter=self.max_iter, **kw),
                 TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,
@@ -629,4 +637,5 @@ class PerformanceModel:
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002
         return {"coverage": self.coverage, "max_iter": self.max_iter,
                 "time_residual_iter": self.time_residual_iter, "calibrate": self.calibrate,
-                "random_state": self.random_state, "machine_workloads": self.machine_workloads}
+                "random_state": self.random_state, "machine_workloads": self.machine_workloads,
+                "transfer": self.transfer}

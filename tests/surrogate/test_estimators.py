@@ -228,3 +228,54 @@ def test_accuracy_order_model_reorders_a_workloads_values():
     two = np.vstack([X[groups == 2], X[groups == 4]])  # two workloads in one call: each on its own
     both = ordered.predict(two)
     assert np.allclose(both[:40], ordered.predict(X[groups == 2])) and np.allclose(both[40:], ordered.predict(X[groups == 4]))
+
+
+def _two_kinds_of_workload(seed=0):
+    """Eight workloads x 40 configurations. Column 0 tells the kinds apart (kind A near 0,
+    kind B near 5), column 1 is a landmark, column 2 a log learning rate, columns 3 and 4 say
+    which model (A's, B's). On kind A the accuracy rises with the learning rate, on kind B it
+    falls: which configurations are best depends on the kind of workload."""
+    rng = np.random.default_rng(seed)
+    rows, acc, groups = [], [], []
+    for w in range(8):
+        kind = w % 2
+        lr = rng.uniform(-4, 0, 40)
+        slope = 1.0 if kind == 0 else -1.0
+        a = 0.7 + 0.05 * slope * lr + 0.005 * rng.normal(size=40)
+        rows.append(np.column_stack([np.full(40, 5.0 * kind + 0.05 * w), np.full(40, 0.8), lr,
+                                     np.full(40, 1.0 - kind), np.full(40, float(kind))]))
+        acc.append(np.clip(a, 0, 1))
+        groups += [w] * 40
+    return np.vstack(rows), np.concatenate(acc), np.array(groups)
+
+
+def test_accuracy_order_transfers_from_the_most_alike_measured_workloads():
+    X, y, groups = _two_kinds_of_workload()
+    # The trees do not see column 0, so one order model over all workloads cannot tell the
+    # kinds apart; the rank models of the workloads most like the predicted one can.
+    kw = dict(reference_columns=(1,), tree_columns=(1, 2), workload_columns=(0, 1),
+              model_columns=((3,), (4,)), max_iter=40, calibrate=False)
+    lr = np.linspace(-4, 0, 40)
+    new_a = np.column_stack([np.full(40, 0.12), np.full(40, 0.8), lr, np.ones(40), np.zeros(40)])
+    rising = lr  # kind A: the higher the learning rate, the more accurate
+    alone = AccuracySurrogate(transfer=0.0, **kw).fit(X, y, groups)
+    assert alone.transfer_trees_ == []
+    full = AccuracySurrogate(transfer=1.0, **kw).fit(X, y, groups)
+    assert len(full.transfer_trees_) == 8 and list(full.transfer_models_) == [0, 1] * 4
+    assert _rank_corr(full.predict(new_a), rising) > 0.95
+    assert abs(_rank_corr(alone.predict(new_a), rising)) < 0.6
+    half = AccuracySurrogate(transfer=0.5, **kw).fit(X, y, groups)
+    assert _rank_corr(half.predict(new_a), rising) > _rank_corr(alone.predict(new_a), rising)
+    # Halfway between the kinds, the model decides: B's model, B's order.
+    new_b = new_a.copy()
+    new_b[:, 0], new_b[:, 3], new_b[:, 4] = 2.6, 0.0, 1.0
+    assert _rank_corr(full.predict(new_b), -lr) > 0.95
+    # The same values as without transfer, reassigned; saved and restored with its rank models.
+    assert np.allclose(np.sort(full.predict(new_a)), np.sort(alone.predict(new_a)))
+    restored = AccuracySurrogate(transfer=1.0, **kw)
+    restored.load_arrays(full.to_arrays("a."), "a.")
+    assert np.allclose(restored.predict(new_b), full.predict(new_b))
+    with pytest.raises(ParameterError, match=r"The 'transfer' parameter must be"):
+        AccuracySurrogate(transfer=1.5, **kw).fit(X, y, groups)
+    with pytest.raises(ParameterError, match=r"The 'transfer_bandwidth' parameter must be"):
+        AccuracySurrogate(transfer_bandwidth=0.0, **kw).fit(X, y, groups)
