@@ -70,7 +70,8 @@ def main() -> None:
         print(f"stopped by {result.stopped_by} before every planned run was measured: the ratios "
               "below cover the runs that were")
 
-    steal = [e["kb"]["steal_pct"] for e in read_jsonl(f"{out}/records.jsonl") if "steal_pct" in e["kb"]]
+    measured = list(read_jsonl(f"{out}/records.jsonl"))
+    steal = [e["kb"]["steal_pct"] for e in measured if "steal_pct" in e["kb"]]
     if steal:
         print(f"steal time during the runs (the hypervisor serving other guests): median "
               f"{np.median(steal):.2f} %, max {max(steal):.2f} % of the machine's CPU time")
@@ -79,7 +80,7 @@ def main() -> None:
         for e in read_jsonl(path):
             recorded.setdefault(e["kb"]["key"] + "#calibration", ("calibration", e))
     groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = collections.defaultdict(list)
-    for e in read_jsonl(f"{out}/records.jsonl"):
+    for e in measured:
         if e["status"] != "ok":
             continue
         for key in (e["kb"]["key"], e["kb"]["key"] + "#calibration"):

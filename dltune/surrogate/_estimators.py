@@ -322,13 +322,15 @@ class AccuracySurrogate(QuantileGBMRegressor):
                     rank[rows] = np.argsort(np.argsort(t[rows], kind="stable"), kind="stable") / (len(rows) - 1)
             from threadpoolctl import threadpool_limits
 
+            Xt = self._trees_X(X)
             with threadpool_limits(1):
-                self.order_ = compile_hist_gbm(self._gbm("squared_error").fit(self._trees_X(X), rank))
-                self._fit_transfer(X, rank, labels)
+                self.order_ = compile_hist_gbm(self._gbm("squared_error").fit(Xt, rank))
+                self._fit_transfer(X, Xt, rank, labels)
         return self
 
-    def _fit_transfer(self, X: np.ndarray, rank: np.ndarray, labels: np.ndarray) -> None:
-        """One rank ensemble per workload with enough rows, with its workload columns."""
+    def _fit_transfer(self, X: np.ndarray, Xt: np.ndarray, rank: np.ndarray, labels: np.ndarray) -> None:
+        """One rank ensemble per workload with enough rows (on ``Xt``, the trees' columns of
+        ``X``), with its workload columns."""
         self.transfer_trees_: list[TreeArrays] = []
         vectors, models = [], []
         if self.transfer > 0:
@@ -336,7 +338,7 @@ class AccuracySurrogate(QuantileGBMRegressor):
                 rows = np.flatnonzero(labels == label)
                 if len(rows) < MIN_ORDER_ROWS:
                     continue
-                fit = self._gbm("squared_error").fit(self._trees_X(X[rows]), rank[rows])
+                fit = self._gbm("squared_error").fit(Xt[rows], rank[rows])
                 self.transfer_trees_.append(compile_hist_gbm(fit))
                 vectors.append(X[rows[0], list(self.workload_columns)])
                 models.append(self._model_ids(X[rows[:1]])[0])

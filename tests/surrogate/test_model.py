@@ -201,12 +201,18 @@ OTHER = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memor
          "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
 
 
+def _elsewhere(hardware):
+    """``hardware`` as the same target (the cores a run could use) on the ``OTHER`` machine."""
+    usable = hardware["usable_cores"]
+    return {**hardware, **OTHER, "usable_cores": usable, "target": f"other-cpu-{usable}of2c"}
+
+
 def _on_another_machine(records, n, slower, memory=1.5):
     """Copies of ``n`` records (every other one, so every workload has some) as if measured on
     another machine ``slower`` times slower, whose processes hold ``memory`` times the RSS."""
     out = []
     for i, d in enumerate((records[::2] + records[1::2])[:n]):
-        out.append(dict(d, id=f"other-{i}", hardware=dict(d["hardware"], **OTHER),
+        out.append(dict(d, id=f"other-{i}", hardware=_elsewhere(d["hardware"]),
                         metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower,
                                      peak_rss_mb=d["metrics"]["peak_rss_mb"] * memory)))
     return out
@@ -223,7 +229,7 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     same = PerformanceModel(max_iter=20, calibrate=False).fit(
         records + _on_another_machine(records, 14, slower=1.0, memory=1.0))
     here_rows = [record_row(d) for d in records]
-    there_rows = [dict(row, hardware=dict(row["hardware"], **OTHER)) for row in here_rows]
+    there_rows = [dict(row, hardware=_elsewhere(row["hardware"])) for row in here_rows]
     here, there = model.predict(here_rows), model.predict(there_rows)
     # The other machine's speed does not move this one's predictions (it is divided out before
     # the refit), and its predictions are exactly 3x (memory 1.5x) those of an as-fast machine.
@@ -264,12 +270,6 @@ def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
     assert loaded.machine_speed_ == model.machine_speed_ and loaded.machine_memory_ == model.machine_memory_
     a, b = loaded.predict(rows), model.predict(rows)
     assert all(np.allclose(a[k], b[k]) for k in a)
-
-
-def _elsewhere(hardware):
-    """``hardware`` as the same target (the cores a run could use) on the ``OTHER`` machine."""
-    usable = hardware["usable_cores"]
-    return {**hardware, **OTHER, "usable_cores": usable, "target": f"other-cpu-{usable}of2c"}
 
 
 def _steps(record):
@@ -365,7 +365,7 @@ def test_a_calibrated_machines_memory_scatter_widens_its_memory_interval(tiny_kb
         d["metrics"] = dict(d["metrics"], peak_rss_mb=d["metrics"]["peak_rss_mb"] * (1.25 if i % 2 else 0.8))
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + other)
     assert model.machine_memory_["Other CPU [avx2]|2|16"]["~"] > np.log(1.2)
-    rows = [dict(record_row(d), hardware=dict(d["hardware"], **OTHER)) for d in records]
+    rows = [dict(record_row(d), hardware=_elsewhere(d["hardware"])) for d in records]
     there = model.predict(rows)
     spread = model.machine_memory_["Other CPU [avx2]|2|16"].pop("~")
     narrow = model.predict(rows)
