@@ -47,6 +47,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         "calibrations/ with --calibration)")
     export.add_argument("--calibration", action="store_true",
                         help="ship a `dltune kb calibrate` folder (default: this machine's) instead")
+    export.add_argument("--surrogates-only", action="store_true",
+                        help="only fit the shipped surrogates again on what the package ships "
+                             "(done after every export into the package)")
     export.set_defaults(func=run_export)
 
     validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
@@ -147,6 +150,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from dltune.kb import calibration_dir, default_build_dir, export_calibration, export_kb
 
+    if args.surrogates_only:
+        if args.source or args.out or args.calibration:
+            raise ParameterError("'--surrogates-only' takes no '--from', '--out' or '--calibration': "
+                                 "it fits on what the package ships.")
+        _export_surrogates()
+        return 0
     if args.calibration:
         source = Path(args.source) if args.source else calibration_dir()
         if not (source / "records.jsonl").exists():
@@ -158,7 +167,22 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         summary = export_kb(args.source or default_build_dir("reference"), args.out)
     print(f"shipped {summary['records']} records ({summary['ok']} ok) to {summary['path']}")
+    from dltune.kb import shipped_kb_path
+
+    package = shipped_kb_path().parent.resolve()
+    if Path(summary["path"]).parent.resolve() in (package, package / "calibrations"):
+        # What the package ships changed: so does the fit a fresh install's recommend loads.
+        _export_surrogates()
     return 0
+
+
+def _export_surrogates() -> None:
+    from dltune.surrogate import export_shipped_model
+
+    print("fitting the surrogates on the shipped knowledge base and calibrations ...", flush=True)
+    summary = export_shipped_model()
+    print(f"shipped the surrogates fitted on {summary['records']} records to {summary['path']} "
+          f"({summary['bytes'] / 1e6:.1f} MB)")
 
 
 def run_validate(args: argparse.Namespace) -> int:

@@ -53,12 +53,13 @@ def calibrate_machine(
                     **CALIBRATION_PLAN)
 
 
-def calibration_records(shipped: bool = True) -> list[dict[str, Any]]:
-    """Every calibration record in the cache, and with ``shipped`` those shipped in the package
-    (any machine's: each is calibrated on its own); a run in both counts once."""
+def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:
+    """Every calibration record in the cache (with ``cache``), and with ``shipped`` those
+    shipped in the package (any machine's: each is calibrated on its own); a run in both
+    counts once."""
     from dltune._paths import cache_dir
 
-    paths = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl"))
+    paths = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")) if cache else []
     if shipped:
         paths += shipped_calibration_paths()
     records: dict[str, dict[str, Any]] = {}

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dltune.surrogate._cache import (
     clear_memory_cache,
     default_storage,
+    export_shipped_model,
     fitted_model,
     load_storage_records,
+    shipped_model_dir,
+    shipped_model_key,
 )
 from dltune.surrogate._estimators import (
     AccuracySurrogate,
@@ -27,9 +30,12 @@ __all__ = [
     "TrainTimeSurrogate",
     "clear_memory_cache",
     "default_storage",
+    "export_shipped_model",
     "fitted_model",
     "load_storage_records",
     "record_row",
+    "shipped_model_dir",
+    "shipped_model_key",
     "total_work",
     "usable_records",
 ]

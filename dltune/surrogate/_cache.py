@@ -3,7 +3,10 @@ storage's, and this cache's ``dltune kb calibrate`` records).
 
 Fitted models are cached as ``<cache>/surrogates/<key>.npz`` where the key hashes everything
 the fit depends on (model format, the knowledge-base file, the ids of the user's stored
-records, extra records); a change in any of them means a new key and a refit. Loading reads only arrays and JSON (no pickle).
+records, extra records); a change in any of them means a new key and a refit. A fit on the
+shipped knowledge base and calibrations alone ships in the package (``kb/surrogates/``), so a
+fresh install does not fit on its first ``recommend``. Loading reads only arrays and JSON (no
+pickle).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
-__all__ = ["default_storage", "fitted_model", "load_storage_records", "clear_memory_cache"]
+__all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_records",
+           "clear_memory_cache", "shipped_model_dir", "shipped_model_key"]
 
 _MEMORY: dict[str, PerformanceModel] = {}
 
@@ -122,6 +126,81 @@ def _shipped_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[dict[str, Any]]) -> str:
+    """What a fit depends on: the model format, the knowledge-base file, the ids of the stored
+    (and calibration) records and the extra records."""
+    key_parts = [
+        FORMAT_VERSION,
+        _shipped_digest(kb_file),
+        sorted(str(r.get("id")) for r in stored),
+        hashlib.sha256(json.dumps(list(extra), sort_keys=True, default=str).encode()).hexdigest(),
+    ]
+    return hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:24]
+
+
+def shipped_model_dir() -> Path:
+    """The package's ``kb/surrogates/``: the surrogates fitted on the shipped knowledge base and
+    the shipped calibrations, written by :func:`export_shipped_model`."""
+    from dltune.kb._store import shipped_kb_path
+
+    return shipped_kb_path().parent / "surrogates"
+
+
+def shipped_model_key() -> str:
+    """The cache key of a fit on the shipped knowledge base and the shipped calibrations alone:
+    what ``recommend`` fits on an install with no records of its own and no calibration in its
+    cache."""
+    from dltune.kb._calibrate import calibration_records
+    from dltune.kb._store import shipped_kb_path
+
+    return _fit_key(shipped_kb_path(), calibration_records(shipped=True, cache=False), [])
+
+
+def export_shipped_model(out: str | Path | None = None) -> dict[str, Any]:
+    """Fit the surrogates on the shipped knowledge base and the shipped calibrations and write
+    them to ``out`` (default: :func:`shipped_model_dir`) as ``<key>.npz``, removing the files
+    of other keys there; returns a summary.
+
+    A fresh install then loads them on its first ``recommend`` instead of fitting (about 16 s
+    on 2 cores). ``dltune kb export`` calls this after shipping records; a change of the model
+    format, the knowledge base or the shipped calibrations changes the key, and until this runs
+    again the first ``recommend`` fits as before.
+    """
+    from dltune.kb._calibrate import calibration_records
+    from dltune.kb._store import load_shipped_records, shipped_kb_path
+
+    kb_file = shipped_kb_path()
+    calibrations = calibration_records(shipped=True, cache=False)
+    key = _fit_key(kb_file, calibrations, [])
+    records = _unique([r.to_dict() for r in load_shipped_records(kb_file)] + calibrations)
+    if not records:
+        raise ParameterError(f"No shipped knowledge base to fit on: {str(kb_file)!r} is missing.")
+    out = Path(out) if out is not None else shipped_model_dir()
+    path = PerformanceModel().fit(records).save(out / f"{key}.npz")
+    for old in out.glob("*.npz"):
+        if old != path:
+            old.unlink()
+    return {"key": key, "records": len(records), "path": str(path),
+            "bytes": path.stat().st_size}
+
+
+def _unique(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records with distinct ids, the first of each kept: one run counts once."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in records:
+        out.setdefault(str(record.get("id")), record)
+    return list(out.values())
+
+
+def _load(path: Path) -> PerformanceModel | None:
+    if not path.exists():
+        return None
+    try:
+        return PerformanceModel.load(path)
+    except (OSError, ValueError, KeyError):
+        return None  # a torn or foreign file: refit (and, in the cache, overwrite it)
+
+
 def fitted_model(
     records: Sequence[Any] | None = None,
     storage: str | None = "default",
@@ -131,13 +210,17 @@ def fitted_model(
 ) -> PerformanceModel:
     """The surrogate model for ``recommend``: fitted once, then loaded from the cache.
 
+    With no records of the user's own and no calibration in the cache, the model is the one
+    shipped in the package (:func:`export_shipped_model`), when it was fitted on the same
+    knowledge base and calibrations; else it is fitted here on first use and cached.
+
     Args:
         records: extra measurement records (:class:`Measurement`, dicts, or paths of record
             files) to fit on besides the knowledge base.
         storage: an Optuna storage URL whose trials' records are added; ``"default"`` means
             :func:`default_storage`; None: none.
         kb_path: the knowledge-base file (default: the shipped one).
-        refit: ignore the caches.
+        refit: ignore the caches and the shipped model.
         calibration: add the records ``dltune kb calibrate`` keeps in the cache (they teach
             the training-time surrogate how fast those machines run the shipped knowledge
             base's workloads); default: when fitting on the shipped knowledge base.
@@ -153,34 +236,25 @@ def fitted_model(
     stored = load_storage_records(storage) if storage else []
     if calibration or (calibration is None and kb_path is None):
         stored = stored + calibration_records()
-    key_parts = [
-        FORMAT_VERSION,
-        _shipped_digest(kb_file),
-        sorted(str(r.get("id")) for r in stored),
-        hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest(),
-    ]
-    key = hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:24]
+    key = _fit_key(kb_file, stored, extra)
     if not refit and key in _MEMORY:
         return _MEMORY[key]
     from dltune._paths import cache_dir
 
     path = cache_dir() / "surrogates" / f"{key}.npz"
     model = None
-    if not refit and path.exists():
-        try:
-            model = PerformanceModel.load(path)
-        except (OSError, ValueError, KeyError):
-            model = None  # a torn or foreign file: refit and overwrite it
+    if not refit:
+        model = _load(path)
+        if model is None:
+            model = _load(shipped_model_dir() / f"{key}.npz")
     if model is None:
-        all_records: dict[str, Any] = {}
-        for record in [r.to_dict() for r in load_shipped_records(kb_file)] + extra + stored:
-            all_records.setdefault(str(record.get("id")), record)  # one run counts once
+        all_records = _unique([r.to_dict() for r in load_shipped_records(kb_file)] + extra + stored)
         if not all_records:
             raise ParameterError(
                 "No measurements to fit the surrogates on: the knowledge base file "
                 f"{str(kb_file)!r} is missing and no records were given."
             )
-        model = PerformanceModel().fit(list(all_records.values()))
+        model = PerformanceModel().fit(all_records)
         try:
             model.save(path)
         except OSError:

@@ -256,6 +256,10 @@ class PerformanceModel:
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
+        import sklearn
+
+        # Another scikit-learn can grow other trees from the same records.
+        self.fitted_with_ = {"scikit-learn": sklearn.__version__, "numpy": np.__version__}
         return self
 
     def _fit_machine_time(self, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
@@ -585,6 +589,7 @@ class PerformanceModel:
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
             "machine_memory": self.machine_memory_,
             "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
+            "fitted_with": getattr(self, "fitted_with_", {}),
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -632,6 +637,7 @@ class PerformanceModel:
         model.reference_machine_ = state["reference_machine"]
         model.machine_speed_ = state["machine_speed"]
         model.machine_memory_ = state["machine_memory"]
+        model.fitted_with_ = state.get("fitted_with", {})
         return model
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002

@@ -154,6 +154,22 @@ def test_cli_export_calibration_needs_calibration_records(tmp_path, capsys):
     assert "holds no calibration records: run `dltune kb calibrate` first" in capsys.readouterr().err
 
 
+def test_cli_export_fits_the_shipped_surrogates_only_when_it_ships_into_the_package(tiny_kb, tmp_path,
+                                                                                    monkeypatch, capsys):
+    import dltune.surrogate
+    from dltune.cli import main
+
+    fits = []
+    monkeypatch.setattr(dltune.surrogate, "export_shipped_model",
+                        lambda out=None: fits.append(out) or {"records": 1, "path": "x.npz", "bytes": 1})
+    assert main(["kb", "export", "--from", str(tiny_kb), "--out", str(tmp_path)]) == 0
+    assert fits == [] and "fitting the surrogates" not in capsys.readouterr().out
+    assert main(["kb", "export", "--surrogates-only"]) == 0
+    assert fits == [None] and "shipped the surrogates fitted on 1 records" in capsys.readouterr().out
+    assert main(["kb", "export", "--surrogates-only", "--out", str(tmp_path)]) != 0
+    assert "'--surrogates-only' takes no '--from', '--out' or '--calibration'" in capsys.readouterr().err
+
+
 def test_wait_for_quiet_waits_out_other_work_then_measures_anyway():
     from dltune.kb._build import wait_for_quiet
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dltune.kb import SUITES, load_shipped_records, shipped_kb_path, shipped_provenance_path
 from dltune.kb._store import read_jsonl
 
@@ -54,3 +56,74 @@ def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines():
         provenance = json.loads(path.with_name(path.name.replace(".jsonl.gz", "_provenance.json")).read_text())
         assert all(s["command"].startswith("dltune kb calibrate") for s in provenance["sessions"])
         assert provenance["shipped_records"] == len(entries)
+
+
+def _shipped_fit_records():
+    from dltune.kb import calibration_records
+
+    records = {}
+    for record in [r.to_dict() for r in load_shipped_records()] + calibration_records(shipped=True, cache=False):
+        records.setdefault(str(record["id"]), record)
+    return list(records.values())
+
+
+def test_the_shipped_surrogates_are_the_fit_of_what_the_package_ships(tmp_path):
+    """A fresh install loads them instead of fitting on its first recommend (about 16 s), so
+    they must be what `dltune kb export` fits on the shipped knowledge base and calibrations:
+    named by that fit's cache key, and predicting what a fit made here predicts."""
+    import numpy as np
+    import sklearn
+
+    from dltune.surrogate import (
+        PerformanceModel,
+        export_shipped_model,
+        record_row,
+        shipped_model_dir,
+        shipped_model_key,
+    )
+
+    shipped = sorted(shipped_model_dir().glob("*.npz"))
+    assert [p.name for p in shipped] == [f"{shipped_model_key()}.npz"], (
+        "the shipped surrogates are not the fit of the shipped knowledge base and calibrations "
+        "(or of this model format): run `dltune kb export --surrogates-only`")
+    summary = export_shipped_model(out=tmp_path)
+    assert summary["key"] == shipped_model_key() and summary["records"] == len(_shipped_fit_records())
+    here = PerformanceModel.load(summary["path"])
+    ships = PerformanceModel.load(shipped[0])
+    assert ships.n_records_ == here.n_records_
+    rows = [record_row(r) for r in _shipped_fit_records() if r["status"] == "ok"]
+    a, b = ships.predict(rows), here.predict(rows)
+    if ships.fitted_with_.get("scikit-learn") == sklearn.__version__:
+        for key in a:
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-6, err_msg=key)
+    else:  # another scikit-learn may grow other trees: the same model, not the same digits
+        for key in ("train_time_s", "peak_rss_mb"):
+            assert np.median(np.abs(a[key] / b[key] - 1)) < 0.05, key
+        assert np.corrcoef(np.argsort(np.argsort(a["accuracy"])),
+                           np.argsort(np.argsort(b["accuracy"])))[0, 1] > 0.9
+
+
+def test_a_fresh_install_recommends_from_the_shipped_surrogates_without_fitting(tmp_path, monkeypatch):
+    import dltune
+    from dltune.surrogate import PerformanceModel, clear_memory_cache, fitted_model
+
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path / "cache"))  # nothing cached, no calibration
+    monkeypatch.delenv("DLTUNE_STORAGE", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./dltune.db
+    clear_memory_cache()
+
+    def no_fit(self, records):
+        raise AssertionError("fitted although the package ships this fit")
+
+    monkeypatch.setattr(PerformanceModel, "fit", no_fit)
+    try:
+        rec = dltune.recommend("digits")
+        assert rec.framework and rec.predicted["train_time_s"][0] > 0
+        assert fitted_model().n_records_ == sum(r["status"] == "ok" for r in _shipped_fit_records())
+        assert not (tmp_path / "cache" / "surrogates").exists()
+        # The user's own records are another fit: made here, not shipped.
+        extra = dict(load_shipped_records()[0].to_dict(), id="a-run-of-my-own")
+        with pytest.raises(AssertionError, match="fitted although"):
+            fitted_model(records=[extra])
+    finally:
+        clear_memory_cache()
