@@ -85,6 +85,21 @@ def test_noise_floor_from_repeats():
     assert _noise(runs[-1:], np.ones(3))["accuracy_spearman_ceiling"] is None
 
 
+def test_the_ceiling_counts_the_ties_a_predictor_of_expected_accuracy_cannot_make():
+    """Repeats that agree leave no noise, yet 36 runs at exactly 100 % tie where expected
+    accuracies differ: no predictor without ties orders them better than the ceiling says."""
+    from dltune.kb._validate import _noise, _spearman
+
+    agree = [_run(lr, seed, 1.0, 1.0) for lr in (0.1, 0.2) for seed in (0, 1)]
+    accuracy = np.r_[np.linspace(0.5, 0.9, 4), np.ones(36)]
+    tied = _noise(agree, accuracy)
+    assert tied["accuracy_noise_points"] == 0 and tied["accuracy_tied_top_pct"] == 90
+    # Any strict order that puts the 4 below the 36 scores the same, and that is the most.
+    best_strict = _spearman(np.arange(40.0), accuracy)
+    assert tied["accuracy_spearman_ceiling"] == pytest.approx(best_strict) and best_strict < 0.6
+    assert _noise(agree, np.linspace(0.5, 1.0, 40))["accuracy_spearman_ceiling"] == pytest.approx(1.0)
+
+
 def test_cli_calibrate_plan_repeats_the_reference_suites_first_configurations(cli):
     done = cli("kb", "calibrate", "--frameworks", "numpy", "--plan", "--json")
     assert done.returncode == 0, done.stderr
