@@ -15,6 +15,8 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -254,7 +256,14 @@ def fitted_model(
                 "No measurements to fit the surrogates on: the knowledge base file "
                 f"{str(kb_file)!r} is missing and no records were given."
             )
+        # Seconds on 2 cores with the shipped knowledge base: say why nothing seems to happen.
+        why = ("asked to refit" if refit else "the records it learns from changed"
+               if any(path.parent.glob("*.npz")) else "first use")
+        print(f"dltune: fitting the surrogates on {len(all_records):,} records ({why}; cached "
+              f"afterwards) ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
         model = PerformanceModel().fit(all_records)
+        print(f"dltune: fitted in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         try:
             model.save(path)
         except OSError:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import uuid
 
 import numpy as np
 import pytest
@@ -143,12 +144,15 @@ def test_unknown_framework_is_refused(model, tiny_kb):
         model.predict([row])
 
 
-def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypatch):
+def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypatch, capsys):
     from dltune._paths import cache_dir
 
     kb = tiny_kb / "records.jsonl"
     clear_memory_cache()
-    first = fitted_model(storage=None, kb_path=kb)
+    first = fitted_model(storage=None, kb_path=kb, refit=True)
+    # A fit takes seconds on the shipped knowledge base: it says so (stderr), and why.
+    assert "dltune: fitting the surrogates on " in (err := capsys.readouterr().err)
+    assert "records (asked to refit; cached afterwards)" in err and "dltune: fitted in " in err
     assert fitted_model(storage=None, kb_path=kb) is first  # same process: no reload
     files = list((cache_dir() / "surrogates").glob("*.npz"))
     assert files
@@ -162,9 +166,11 @@ def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypa
     assert again.n_records_ == first.n_records_
     monkeypatch.undo()
     extra = RecordStore(tiny_kb).records()[:1]
-    extra[0].id = "another-run"
+    extra[0].id = f"another-run-{uuid.uuid4().hex}"  # a key no earlier run has cached
+    capsys.readouterr()
     refit = fitted_model(records=[extra[0]], storage=None, kb_path=kb)
     assert refit.n_records_ == first.n_records_ + 1
+    assert "records (the records it learns from changed; cached afterwards)" in capsys.readouterr().err
 
 
 def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
