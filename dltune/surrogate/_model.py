@@ -27,7 +27,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 12
+FORMAT_VERSION = 15
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -237,13 +237,28 @@ class PerformanceModel:
         machines = [machine_key(d.get("hardware") or {}) for d in data]
         frameworks = [d["config"]["framework"] for d in data]
         models = [row["meta"].get("model") for row in rows]
+        # A machine that measured knowledge-base runs and was calibrated too: its calibration
+        # says how fast it runs now (a virtual machine's host can change), not more of the same.
+        calibration = [(d.get("kb") or {}).get("suite") == "calibration" for d in data]
+        measured = Counter(m for m, c in zip(machines, calibration, strict=True) if not c)
+        now = [i for i, (m, c) in enumerate(zip(machines, calibration, strict=True))
+               if c and measured[m] >= MIN_MACHINE_RECORDS]
+        timed = sorted(set(range(len(data))) - set(now))
+
+        def pick(values):
+            return [values[i] for i in timed]
+
         self.reference_machine_ = reference_machine(machines)
-        counts = Counter(machines)
+        counts = Counter(pick(machines))
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
-            self.train_time_, X_time, seconds, groups, machines, frameworks, models, others,
-            MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
-        self._fit_machine_time(X_time, seconds, groups, machines, frameworks, others)
+            self.train_time_, X_time[timed], seconds[timed], pick(groups), pick(machines),
+            pick(frameworks), pick(models), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
+        self._fit_machine_time(X_time[timed], seconds[timed], pick(groups), pick(machines),
+                               pick(frameworks), others)
+        self._fit_machine_now(X_time[now], seconds[now], [data[i] for i in now],
+                              [machines[i] for i in now], [frameworks[i] for i in now],
+                              [models[i] for i in now])
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -289,6 +304,64 @@ class PerformanceModel:
             self.machine_time_[m] = est
             self.machine_time_info_[m] = {"frameworks": covered, "records": len(rows),
                                           "workloads": len({groups[i] for i in rows})}
+
+    def _fit_machine_now(self, X: np.ndarray, y: np.ndarray, data: list[dict[str, Any]],
+                         machines: list[str], frameworks: list[str], models: list[str | None]) -> None:
+        """Factors for the machines the knowledge base measured that were calibrated too
+        (``machine_now_``, log, per framework as :meth:`_fit_per_machine`'s; what they rest on
+        in ``machine_now_info_``): the median of measured over predicted of their calibration
+        runs, the prediction being what the machine's knowledge-base runs alone give.
+
+        The same CPU can run the same runs at other speeds on other days: on 2026-12-04 a
+        2-vCPU AVX-512 AMD EPYC VM of the same identity as the build machine ran 1.4-1.6x as
+        long as the knowledge base's runs of 2026-12-02 (``benchmarks/kb_speed_drift.py``), and
+        ``recommend --verify`` measured outside the interval. A calibration there says so, and
+        ``recommend`` then scales that machine's times (and intervals) by it.
+        """
+        self.machine_now_: dict[str, dict[str, float]] = {}
+        self.machine_now_info_: dict[str, dict[str, Any]] = {}
+        if not len(machines):
+            return
+        point = self._machine_times(self.train_time_.predict(X), X, machines, frameworks, models)
+        log_ratio = np.log(y) - np.log(point)
+        for m in sorted(set(machines)):
+            on = np.array([mm == m for mm in machines]) & np.isfinite(log_ratio)
+            if not on.any():
+                continue
+            entry = {"*": float(np.median(log_ratio[on]))}
+            for fw in sorted({frameworks[i] for i in np.flatnonzero(on)}):
+                sel = on & np.array([f == fw for f in frameworks])
+                if sel.sum() >= MIN_MACHINE_FRAMEWORK_RECORDS:
+                    entry[fw] = float(np.median(log_ratio[sel]))
+            # How far its runs scatter around their factor ("~", log; the interval's share of
+            # them): one factor per framework does not fit every workload and configuration.
+            own = np.array([machine_factor(entry, frameworks[i], None) for i in np.flatnonzero(on)])
+            entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
+            self.machine_now_[m] = entry
+            dates = [str(data[i].get("started_at") or "") for i in np.flatnonzero(on)]
+            self.machine_now_info_[m] = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None}
+
+    def _machine_times(self, point: np.ndarray, X: np.ndarray, machines: Sequence[str],
+                       frameworks: Sequence[str], models: Sequence[str | None],
+                       low: np.ndarray | None = None, high: np.ndarray | None = None) -> np.ndarray:
+        """The training-time point (and, given, the interval, in place) for rows of these
+        machines: the main model's times scaled by each machine's factor, or its own model's."""
+        if self.machine_speed_:
+            factor = _factors(self.machine_speed_, machines, frameworks, models)
+            point = point * factor
+            if low is not None:
+                low *= factor
+                high *= factor
+        for m, est in self.machine_time_.items():  # machines with a time model of their own
+            covered = self.machine_time_info_[m]["frameworks"]
+            own = np.array([mm == m and f in covered for mm, f in zip(machines, frameworks, strict=True)])
+            if own.any():
+                p, lo, hi = est.predict_interval(X[own])
+                point = point.copy()
+                point[own] = p
+                if low is not None:
+                    low[own], high[own] = lo, hi
+        return point
 
     def time_source(self, hardware: dict[str, Any], framework: str) -> dict[str, Any] | None:
         """Where training times for ``framework`` on ``hardware`` come from when it is a machine
@@ -452,27 +525,27 @@ class PerformanceModel:
                          ("peak_rss_mb", self.memory_)):
             point, low, high = est.predict_interval(X)
             out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
-        if self.machine_speed_ or self.machine_memory_ or self.machine_time_:
+        if self.machine_speed_ or self.machine_memory_ or self.machine_time_ or self.machine_now_:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
             machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
             models = [r["meta"].get("model") for r in rows]
-            for metric, factors in (("train_time_s", self.machine_speed_), ("peak_rss_mb", self.machine_memory_)):
-                if factors:
-                    factor = _factors(factors, machines, frameworks, models)
-                    for key in (metric, f"{metric}_low", f"{metric}_high"):
-                        out[key] = out[key] * factor
-                    # What the machine's own runs scatter around their factor (memory).
-                    widen = np.exp([factors[m].get("~", 0.0) if m in factors else 0.0 for m in machines])
-                    out[f"{metric}_low"] = out[f"{metric}_low"] / widen
-                    out[f"{metric}_high"] = out[f"{metric}_high"] * widen
-            for m, est in self.machine_time_.items():  # machines with a time model of their own
-                covered = self.machine_time_info_[m]["frameworks"]
-                own = np.array([mm == m and f in covered for mm, f in zip(machines, frameworks, strict=True)])
-                if own.any():
-                    point, low, high = est.predict_interval(X[own])
-                    out["train_time_s"][own], out["train_time_s_low"][own] = point, low
-                    out["train_time_s_high"][own] = high
+            out["train_time_s"] = self._machine_times(out["train_time_s"], X, machines, frameworks, models,
+                                                      out["train_time_s_low"], out["train_time_s_high"])
+            if self.machine_memory_:
+                factor = _factors(self.machine_memory_, machines, frameworks, models)
+                # What the machine's own runs scatter around their factor.
+                widen = np.exp([self.machine_memory_[m].get("~", 0.0) if m in self.machine_memory_ else 0.0
+                                for m in machines])
+                out["peak_rss_mb"] = out["peak_rss_mb"] * factor
+                out["peak_rss_mb_low"] = out["peak_rss_mb_low"] * factor / widen
+                out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * factor * widen
+            if self.machine_now_:  # how fast a calibrated knowledge-base machine runs now
+                factor = _factors(self.machine_now_, machines, frameworks, models)
+                widen = np.exp([self.machine_now_[m].get("~", 0.0) if m in self.machine_now_ else 0.0 for m in machines])
+                out["train_time_s"] = out["train_time_s"] * factor
+                out["train_time_s_low"] = out["train_time_s_low"] * factor / widen
+                out["train_time_s_high"] = out["train_time_s_high"] * factor * widen
         return out
 
     def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
@@ -589,6 +662,7 @@ class PerformanceModel:
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
             "machine_memory": self.machine_memory_,
             "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
+            "machine_now": self.machine_now_, "machine_now_info": self.machine_now_info_,
             "fitted_with": getattr(self, "fitted_with_", {}),
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
@@ -637,6 +711,8 @@ class PerformanceModel:
         model.reference_machine_ = state["reference_machine"]
         model.machine_speed_ = state["machine_speed"]
         model.machine_memory_ = state["machine_memory"]
+        model.machine_now_ = state["machine_now"]
+        model.machine_now_info_ = state["machine_now_info"]
         model.fitted_with_ = state.get("fitted_with", {})
         return model
 

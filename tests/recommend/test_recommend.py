@@ -121,6 +121,23 @@ def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workl
     assert 1.8 < rec.predicted["train_time_s"][0] / here.predicted["train_time_s"][0] < 5.0
 
 
+def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now(kb, workload, tiny_kb):
+    """The machine that measured the knowledge base, calibrated on a day it runs 2x slower."""
+    from dltune.kb import RecordStore
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][::2]
+    later = [dict(d, id=f"later-{i}", started_at="2026-12-04T14:00:00+00:00",
+                  kb=dict(d.get("kb") or {}, suite="calibration"),
+                  metrics=dict(d["metrics"], train_time_s=2.0 * d["metrics"]["train_time_s"]))
+             for i, d in enumerate(records)]
+    plain = recommend(workload, knowledge_base=kb, storage=None, objective="accuracy")
+    rec = recommend(workload, records=later, knowledge_base=kb, storage=None, objective="accuracy")
+    assert f"This machine's calibration ({len(later)} runs, 2026-12-04) ran " in rec.reason
+    assert "x as long as its knowledge-base runs predicted, for numpy" in rec.reason
+    assert rec.config == plain.config
+    assert 1.5 < rec.predicted["train_time_s"][0] / plain.predicted["train_time_s"][0] < 2.7
+
+
 def test_hardware_from_json_file(kb, workload, tmp_path):
     path = tmp_path / "hw.json"
     path.write_text(json.dumps(ALIEN))

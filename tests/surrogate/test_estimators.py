@@ -205,6 +205,19 @@ def _workloads_with_divergence(seed=0):
     return np.vstack(rows), np.concatenate(acc), np.array(groups)
 
 
+def test_tied_runs_share_their_rank_in_the_order_models_target():
+    """Runs of equal accuracy are not ordered by the order they were measured in."""
+    from dltune.surrogate._estimators import workload_ranks
+
+    t = np.array([0.0, 0.0, 0.0, -1.0, 2.0, 5.0, 5.0])
+    labels = np.array(["a", "a", "a", "a", "b", "b", "b"])
+    ranks = workload_ranks(t, labels)
+    # a: -1 ranks 1 of 4, the three zeros share ranks 2-4 (3); scaled by (rank - 1) / 3
+    np.testing.assert_allclose(ranks[:4], [2 / 3, 2 / 3, 2 / 3, 0.0])
+    np.testing.assert_allclose(ranks[4:], [0.0, 0.75, 0.75])
+    assert workload_ranks(np.array([3.0]), np.array(["c"]))[0] == 0.0  # one run: no order
+
+
 def test_accuracy_order_model_reorders_a_workloads_values():
     X, y, groups = _workloads_with_divergence()
     kw = dict(reference_columns=(1,), tree_columns=(1, 2), max_iter=40, calibrate=False)

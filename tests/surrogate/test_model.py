@@ -224,6 +224,36 @@ def _on_another_machine(records, n, slower, memory=1.5):
     return out
 
 
+def test_a_calibration_of_a_measured_machine_says_how_fast_it_runs_now(tiny_kb, tmp_path):
+    """The knowledge base's own machine, calibrated on a day it runs 1.6x slower: its times are
+    scaled by what the calibration measured, and the cost model is the knowledge base's alone."""
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    later = [dict(d, id=f"calibration-{i}", started_at="2026-12-04T14:00:00+00:00",
+                  kb=dict(d.get("kb") or {}, suite="calibration"),
+                  metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * 1.6))
+             for i, d in enumerate((records[::2] + records[1::2])[:14])]
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + later)
+    [machine] = model.machine_now_
+    assert machine == model.reference_machine_ and model.machine_speed_ == {}
+    assert model.machine_now_info_[machine] == {"runs": 14, "measured_to": "2026-12-04"}
+    factor = math.exp(model.machine_now_[machine]["numpy"])
+    assert 1.6 * 0.8 < factor < 1.6 / 0.8  # less the model's own error on those runs
+    rows = [record_row(d) for d in records]
+    with_now, without = model.predict(rows), base.predict(rows)
+    widen = math.exp(model.machine_now_[machine]["~"])  # the runs' scatter around the factor
+    assert widen > 1
+    np.testing.assert_allclose(with_now["train_time_s"], without["train_time_s"] * factor, rtol=1e-9)
+    np.testing.assert_allclose(with_now["train_time_s_low"], without["train_time_s_low"] * factor / widen, rtol=1e-9)
+    np.testing.assert_allclose(with_now["train_time_s_high"], without["train_time_s_high"] * factor * widen, rtol=1e-9)
+    loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
+    assert loaded.machine_now_ == model.machine_now_ and loaded.machine_now_info_ == model.machine_now_info_
+    np.testing.assert_allclose(loaded.predict(rows)["train_time_s"], with_now["train_time_s"])
+    # Another machine's runs for that machine are unaffected: it has its own factor.
+    elsewhere = [dict(r, hardware=_elsewhere(r["hardware"])) for r in rows]
+    assert model.predict(elsewhere)["train_time_s"] == pytest.approx(base.predict(elsewhere)["train_time_s"])
+
+
 def test_another_machines_records_calibrate_its_speed_without_blurring_the_reference(tiny_kb):
     from dltune.surrogate._model import MIN_MACHINE_RECORDS
 
