@@ -91,3 +91,19 @@ def _print_verify(verified: dict) -> None:
     print(format_table(rows, [("metric", "metric", ""), ("predicted", "predicted", ".4g"),
                               ("low", "low", ".4g"), ("high", "high", ".4g"),
                               ("measured", "measured", ".4g"), ("inside", "in interval", "")]))
+    hint = _verify_hint(verified.get("train_time_s"))
+    if hint:
+        print(hint)
+
+
+def _verify_hint(time: dict | None) -> str | None:
+    """What a training time outside its interval suggests (None when it is inside)."""
+    if not time or time["inside"] or time["measured"] is None:
+        return None
+    ratio = time["measured"] / time["predicted"]
+    return (f"The training time took {ratio:.2g}x the prediction, outside its interval. One run "
+            f"can be unlucky; if runs here are consistently "
+            f"{'slower' if ratio > 1 else 'faster'}, this machine may not run at the speed the "
+            f"knowledge base (or its calibration) recorded for this kind of machine: "
+            f"`dltune kb calibrate` (a few minutes) measures its speed now, and "
+            f"`python benchmarks/kb_speed_drift.py` compares it with the recorded runs.")

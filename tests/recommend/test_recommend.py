@@ -219,6 +219,17 @@ def test_cli_json_and_verify(kb, cli):
         assert v["inside"] == (v["low"] <= v["measured"] <= v["high"])
 
 
+def test_a_verified_time_outside_its_interval_points_at_calibration():
+    from dltune.cli._recommend import _verify_hint
+
+    inside = {"predicted": 1.0, "low": 0.8, "high": 1.3, "measured": 1.2, "inside": True}
+    assert _verify_hint(inside) is None
+    slow = _verify_hint(dict(inside, measured=1.9, inside=False))
+    assert slow.startswith("The training time took 1.9x the prediction") and "consistently slower" in slow
+    assert "`dltune kb calibrate`" in slow and "kb_speed_drift.py" in slow
+    assert "consistently faster" in _verify_hint(dict(inside, measured=0.5, inside=False))
+
+
 def test_cli_table_and_errors(kb, cli):
     done = cli("recommend", "--workload", "digits", "--model", "mlp", "--kb", str(kb), "--storage", "none",
                "--objective", "time", "--max-train-time", "100")
