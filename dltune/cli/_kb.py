@@ -148,7 +148,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from dltune.kb import calibration_dir, default_build_dir, export_calibration, export_kb
+    from dltune.kb import (
+        calibration_dir,
+        default_build_dir,
+        export_calibration,
+        export_kb,
+        shipped_kb_path,
+    )
 
     if args.surrogates_only:
         if args.source or args.out or args.calibration:
@@ -167,8 +173,6 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         summary = export_kb(args.source or default_build_dir("reference"), args.out)
     print(f"shipped {summary['records']} records ({summary['ok']} ok) to {summary['path']}")
-    from dltune.kb import shipped_kb_path
-
     package = shipped_kb_path().parent.resolve()
     if Path(summary["path"]).parent.resolve() in (package, package / "calibrations"):
         # What the package ships changed: so does the fit a fresh install's recommend loads.

@@ -245,20 +245,19 @@ class PerformanceModel:
                if c and measured[m] >= MIN_MACHINE_RECORDS]
         timed = sorted(set(range(len(data))) - set(now))
 
-        def pick(values):
-            return [values[i] for i in timed]
+        def take(values, rows):
+            return [values[i] for i in rows]
 
         self.reference_machine_ = reference_machine(machines)
-        counts = Counter(pick(machines))
+        counts = Counter(take(machines, timed))
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
-            self.train_time_, X_time[timed], seconds[timed], pick(groups), pick(machines),
-            pick(frameworks), pick(models), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
-        self._fit_machine_time(X_time[timed], seconds[timed], pick(groups), pick(machines),
-                               pick(frameworks), others)
-        self._fit_machine_now(X_time[now], seconds[now], [data[i] for i in now],
-                              [machines[i] for i in now], [frameworks[i] for i in now],
-                              [models[i] for i in now])
+            self.train_time_, X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
+            take(frameworks, timed), take(models, timed), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
+        self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
+                               take(frameworks, timed), others)
+        self._fit_machine_now(X_time[now], seconds[now], take(data, now), take(machines, now),
+                              take(frameworks, now), take(models, now))
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -322,46 +321,43 @@ class PerformanceModel:
         self.machine_now_info_: dict[str, dict[str, Any]] = {}
         if not len(machines):
             return
-        point = self._machine_times(self.train_time_.predict(X), X, machines, frameworks, models)
+        point = self.train_time_.predict(X)
+        self._machine_times(X, machines, frameworks, models, point)
         log_ratio = np.log(y) - np.log(point)
+        machines_a, frameworks_a = np.array(machines), np.array(frameworks)
         for m in sorted(set(machines)):
-            on = np.array([mm == m for mm in machines]) & np.isfinite(log_ratio)
+            on = (machines_a == m) & np.isfinite(log_ratio)
             if not on.any():
                 continue
             entry = {"*": float(np.median(log_ratio[on]))}
-            for fw in sorted({frameworks[i] for i in np.flatnonzero(on)}):
-                sel = on & np.array([f == fw for f in frameworks])
+            for fw in sorted(set(frameworks_a[on])):
+                sel = on & (frameworks_a == fw)
                 if sel.sum() >= MIN_MACHINE_FRAMEWORK_RECORDS:
-                    entry[fw] = float(np.median(log_ratio[sel]))
+                    entry[str(fw)] = float(np.median(log_ratio[sel]))
             # How far its runs scatter around their factor ("~", log; the interval's share of
             # them): one factor per framework does not fit every workload and configuration.
-            own = np.array([machine_factor(entry, frameworks[i], None) for i in np.flatnonzero(on)])
+            own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
             entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
             self.machine_now_[m] = entry
             dates = [str(data[i].get("started_at") or "") for i in np.flatnonzero(on)]
             self.machine_now_info_[m] = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None}
 
-    def _machine_times(self, point: np.ndarray, X: np.ndarray, machines: Sequence[str],
-                       frameworks: Sequence[str], models: Sequence[str | None],
-                       low: np.ndarray | None = None, high: np.ndarray | None = None) -> np.ndarray:
-        """The training-time point (and, given, the interval, in place) for rows of these
-        machines: the main model's times scaled by each machine's factor, or its own model's."""
+    def _machine_times(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],
+                       models: Sequence[str | None], *times: np.ndarray) -> None:
+        """Turn the main model's training times of these rows (the point, and the interval's
+        ends when given) into their machines', in place: scaled by each machine's factor, or
+        its own model's where it has one."""
         if self.machine_speed_:
             factor = _factors(self.machine_speed_, machines, frameworks, models)
-            point = point * factor
-            if low is not None:
-                low *= factor
-                high *= factor
+            for t in times:
+                t *= factor
         for m, est in self.machine_time_.items():  # machines with a time model of their own
             covered = self.machine_time_info_[m]["frameworks"]
             own = np.array([mm == m and f in covered for mm, f in zip(machines, frameworks, strict=True)])
             if own.any():
-                p, lo, hi = est.predict_interval(X[own])
-                point = point.copy()
-                point[own] = p
-                if low is not None:
-                    low[own], high[own] = lo, hi
-        return point
+                # The point only, or the point and both ends of the interval.
+                for t, own_t in zip(times, est.predict_interval(X[own]), strict=False):
+                    t[own] = own_t
 
     def time_source(self, hardware: dict[str, Any], framework: str) -> dict[str, Any] | None:
         """Where training times for ``framework`` on ``hardware`` come from when it is a machine
@@ -530,8 +526,8 @@ class PerformanceModel:
             machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
             models = [r["meta"].get("model") for r in rows]
-            out["train_time_s"] = self._machine_times(out["train_time_s"], X, machines, frameworks, models,
-                                                      out["train_time_s_low"], out["train_time_s_high"])
+            self._machine_times(X, machines, frameworks, models, out["train_time_s"],
+                                out["train_time_s_low"], out["train_time_s_high"])
             if self.machine_memory_:
                 factor = _factors(self.machine_memory_, machines, frameworks, models)
                 # What the machine's own runs scatter around their factor.
