@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dltune.config._threads import ThreadConfig, usable_cores
 from dltune.config._train_config import (
+    LR_RANGES,
     LR_SCHEDULES,
     OPTIMIZERS,
     PRESETS,
@@ -12,6 +13,7 @@ from dltune.config._train_config import (
 )
 
 __all__ = [
+    "LR_RANGES",
     "LR_SCHEDULES",
     "OPTIMIZERS",
     "PRESETS",

@@ -10,9 +10,14 @@ from dltune._errors import ParameterError
 from dltune._validation import check_choice, check_float, check_int
 from dltune.config._threads import ThreadConfig
 
-__all__ = ["OPTIMIZERS", "LR_SCHEDULES", "PRESETS", "TrainConfig", "available_presets"]
+__all__ = ["LR_RANGES", "OPTIMIZERS", "LR_SCHEDULES", "PRESETS", "TrainConfig", "available_presets"]
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
+# The usual learning rates of each optimizer (low, high): the knowledge base and the
+# recommendation's candidates sample them log-uniformly, and the accuracy surrogate reads a
+# learning rate as its position in its optimizer's range (momentum 0.9 takes steps ~10x an
+# sgd step of the same rate, adam's are normalised): the same rate is not the same step.
+LR_RANGES = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
 LR_SCHEDULES = ("constant", "inv", "step")
 DEVICES = ("cpu", "cuda")
 

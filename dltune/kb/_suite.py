@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._validation import check_choice, check_int
-from dltune.config import ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, ThreadConfig, TrainConfig
 
 __all__ = ["CALIBRATION_PLAN", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
-# Learning-rate range per optimizer: one unit-interval dimension maps to a sensible log range.
-_LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
 _BATCH_SIZES = (16, 32, 64, 128, 256)
 _OPTIMIZERS = ("sgd", "momentum", "adam")
 PRESET_ROUND = 3
@@ -159,7 +157,7 @@ def _sobol(n: int, dims: int, seed: int):
 
 def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> TrainConfig:
     optimizer = _OPTIMIZERS[min(int(u[0] * 3), 2)]
-    low, high = _LR_RANGE[optimizer]
+    low, high = LR_RANGES[optimizer]  # one unit-interval dimension maps to its log range
     lr = float(math.exp(math.log(low) + u[1] * (math.log(high) - math.log(low))))
     batch = _BATCH_SIZES[min(int(u[2] * len(_BATCH_SIZES)), len(_BATCH_SIZES) - 1)]
     epochs = 1 + min(int(u[3] * max_epochs), max_epochs - 1)

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from dltune.config import ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, ThreadConfig, TrainConfig
 
 __all__ = ["candidate_configs"]
 
-_LR_RANGE = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
 _OPTIMIZERS = ("sgd", "momentum", "adam")
 _BATCHES = (16, 32, 64, 128, 256)
 
@@ -44,7 +43,7 @@ def candidate_configs(
     configs: list[TrainConfig] = []
     for framework in frameworks:
         for optimizer in _OPTIMIZERS:
-            lo, hi = _LR_RANGE[optimizer]
+            lo, hi = LR_RANGES[optimizer]
             grid = (np.arange(3 * per_cell) + rng.random()) / (3 * per_cell)
             lrs = [round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))), 6) for u in grid]
             for batch in _BATCHES:

@@ -320,7 +320,7 @@ def recommend(
         info = perf.machine_now_info_[machine_key(hw_dict)]
         factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
         reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
-                   f"{factor:.2g}x as long as its knowledge-base runs predicted, for "
+                   f"{factor:.2g}x as long as this machine ran them for the knowledge base, for "
                    f"{chosen.config.framework}: training times are scaled to it.")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,

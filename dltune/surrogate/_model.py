@@ -20,6 +20,7 @@ from dltune.surrogate._features import (
     WORKLOAD_FEATURES,
     FeatureEncoder,
     hardware_vector,
+    ran_in_new_process,
     record_row,
     workload_vector,
 )
@@ -27,7 +28,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 15
+FORMAT_VERSION = 16
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -38,6 +39,8 @@ _TIME_COST = ("epochs", "log_steps", "log_n_train", "log_param_count", "log_flop
 # Speed-only columns the accuracy trees do not see (with the hardware and framework columns).
 _NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work", "fresh_process",
                  "conv_outputs_per_sample")
+# Accuracy-only columns the training-time and memory trees do not see.
+_NOT_SPEED = ("lr_position",)
 # Fresh-process records needed before the memory surrogate learns from them alone.
 MIN_FRESH_RECORDS = 20
 # How much wider the training-time interval gets each way per way the hardware differs from
@@ -199,6 +202,8 @@ class PerformanceModel:
         not_accuracy = set(HARDWARE_FEATURES) | set(_NOT_ACCURACY)
         accuracy_trees = tuple(i for i, n in enumerate(names)
                                if not n.startswith(("fw_", "fwm_")) and n not in not_accuracy)
+        # Speed and memory: where a rate lies in its optimizer's range changes neither.
+        speed_trees = tuple(i for i, n in enumerate(names) if n not in _NOT_SPEED)
         return (AccuracySurrogate(reference_columns=(names.index("landmark_logreg"),
                                                      names.index("landmark_1nn")),
                                   n_test_column=names.index("log_n_test"),
@@ -211,8 +216,8 @@ class PerformanceModel:
                                   tree_columns=accuracy_trees, max_iter=self.max_iter, **kw),
                 TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,
-                                   max_iter=self.time_residual_iter, **kw),
-                MemorySurrogate(max_iter=self.max_iter, **kw))
+                                   max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
+                MemorySurrogate(max_iter=self.max_iter, tree_columns=speed_trees, **kw))
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
         """Fit on measurement records (:class:`Measurement` or dicts); failed ones are ignored."""
@@ -228,7 +233,15 @@ class PerformanceModel:
         self.accuracy_, self.train_time_, self.memory_ = self._estimators(self.encoder_)
         # Intervals calibrated by holding out whole workloads: what a new workload will see.
         groups = [workload_label(d) for d in data]
-        self.accuracy_.fit(X, [d["metrics"]["test_accuracy"] for d in data], groups)
+        # ``dltune kb calibrate`` measures speed: its runs are knowledge-base configurations with
+        # the same seed, whose accuracy is on record already. Counted again, they would weigh
+        # those configurations twice in the accuracy model (and a calibration would change which
+        # configuration is recommended, not only how long it takes).
+        calibration = [(d.get("kb") or {}).get("suite") == "calibration" for d in data]
+        scored = [i for i, c in enumerate(calibration) if not c]
+        scored = scored if len(scored) >= 4 else list(range(len(data)))
+        self.accuracy_.fit(X[scored], [data[i]["metrics"]["test_accuracy"] for i in scored],
+                           [groups[i] for i in scored])
         # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
         # is that of the epochs it ran.
         ran = [epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
@@ -239,7 +252,6 @@ class PerformanceModel:
         models = [row["meta"].get("model") for row in rows]
         # A machine that measured knowledge-base runs and was calibrated too: its calibration
         # says how fast it runs now (a virtual machine's host can change), not more of the same.
-        calibration = [(d.get("kb") or {}).get("suite") == "calibration" for d in data]
         measured = Counter(m for m, c in zip(machines, calibration, strict=True) if not c)
         now = [i for i, (m, c) in enumerate(zip(machines, calibration, strict=True))
                if c and measured[m] >= MIN_MACHINE_RECORDS]
@@ -248,7 +260,8 @@ class PerformanceModel:
         def take(values, rows):
             return [values[i] for i in rows]
 
-        self.reference_machine_ = reference_machine(machines)
+        # Counted without those calibration runs: they are not the knowledge base's runs.
+        self.reference_machine_ = reference_machine(take(machines, timed))
         counts = Counter(take(machines, timed))
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
@@ -256,8 +269,7 @@ class PerformanceModel:
             take(frameworks, timed), take(models, timed), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
-        self._fit_machine_now(X_time[now], seconds[now], take(data, now), take(machines, now),
-                              take(frameworks, now), take(models, now))
+        self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, now)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -305,11 +317,19 @@ class PerformanceModel:
                                           "workloads": len({groups[i] for i in rows})}
 
     def _fit_machine_now(self, X: np.ndarray, y: np.ndarray, data: list[dict[str, Any]],
-                         machines: list[str], frameworks: list[str], models: list[str | None]) -> None:
+                         groups: list[str], machines: list[str], frameworks: list[str],
+                         models: list[str | None], now: list[int]) -> None:
         """Factors for the machines the knowledge base measured that were calibrated too
         (``machine_now_``, log, per framework as :meth:`_fit_per_machine`'s; what they rest on
-        in ``machine_now_info_``): the median of measured over predicted of their calibration
-        runs, the prediction being what the machine's knowledge-base runs alone give.
+        in ``machine_now_info_``): the median over their calibration runs (rows ``now``) of how
+        much longer each ran than the same machine ran it before.
+
+        The calibration suite runs the knowledge base's first configurations, so a machine that
+        measured them has the very same run on record (same workload and configuration, in a
+        new worker process or a reused one alike): the ratio of the two times needs no model. A run without that twin is
+        compared with the prediction from the machine's knowledge-base runs, less the
+        prediction's median error on that machine's runs of the same workload and framework
+        where it has some (as :meth:`_machine_factors` does for other machines).
 
         The same CPU can run the same runs at other speeds on other days: on 2026-12-04 a
         2-vCPU AVX-512 AMD EPYC VM of the same identity as the build machine ran 1.4-1.6x as
@@ -319,13 +339,43 @@ class PerformanceModel:
         """
         self.machine_now_: dict[str, dict[str, float]] = {}
         self.machine_now_info_: dict[str, dict[str, Any]] = {}
-        if not len(machines):
+        calibrated = {machines[i] for i in now}
+        if not calibrated:
             return
-        point = self.train_time_.predict(X)
-        self._machine_times(X, machines, frameworks, models, point)
-        log_ratio = np.log(y) - np.log(point)
-        machines_a, frameworks_a = np.array(machines), np.array(frameworks)
-        for m in sorted(set(machines)):
+        # The calibrated machines' rows: their knowledge-base runs, then their calibration runs.
+        now_set = set(now)
+        before = [i for i, m in enumerate(machines) if m in calibrated and i not in now_set]
+        rows = before + list(now)
+        point = self.train_time_.predict(X[rows])
+        self._machine_times(X[rows], [machines[i] for i in rows], [frameworks[i] for i in rows],
+                            [models[i] for i in rows], point)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            error = np.log(y[rows]) - np.log(point)
+        error_before, error_now = error[:len(before)], error[len(before):]
+
+        def key(i: int) -> tuple[str, str, str, bool]:
+            # The same run: machine, workload, configuration, and whether its worker was new
+            # (a new process pays warm-ups a reused one has behind it).
+            return (machines[i], groups[i], json.dumps(data[i]["config"], sort_keys=True),
+                    ran_in_new_process(data[i]))
+
+        twins: dict[tuple[str, str, str, bool], list[float]] = {}
+        for i in before:
+            if y[i] > 0:
+                twins.setdefault(key(i), []).append(float(np.log(y[i])))
+        same = {}  # (machine, workload, framework) -> the model's errors on the machine's runs
+        for i, e in zip(before, error_before, strict=True):
+            if np.isfinite(e):
+                same.setdefault((machines[i], groups[i], frameworks[i]), []).append(e)
+        log_ratio = np.empty(len(now))
+        for k, (i, e) in enumerate(zip(now, error_now, strict=True)):
+            then = twins.get(key(i))
+            if then:  # as long as the same run took then (their median if it ran more than once)
+                log_ratio[k] = np.log(y[i]) - np.median(then)
+            else:
+                log_ratio[k] = e - np.median(same.get((machines[i], groups[i], frameworks[i]), [0.0]))
+        machines_a, frameworks_a = np.array([machines[i] for i in now]), np.array([frameworks[i] for i in now])
+        for m in sorted(calibrated):
             on = (machines_a == m) & np.isfinite(log_ratio)
             if not on.any():
                 continue
@@ -339,7 +389,7 @@ class PerformanceModel:
             own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
             entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
             self.machine_now_[m] = entry
-            dates = [str(data[i].get("started_at") or "") for i in np.flatnonzero(on)]
+            dates = [str(data[now[k]].get("started_at") or "") for k in np.flatnonzero(on)]
             self.machine_now_info_[m] = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None}
 
     def _machine_times(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],

@@ -133,7 +133,7 @@ def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now
     plain = recommend(workload, knowledge_base=kb, storage=None, objective="accuracy")
     rec = recommend(workload, records=later, knowledge_base=kb, storage=None, objective="accuracy")
     assert f"This machine's calibration ({len(later)} runs, 2026-12-04) ran " in rec.reason
-    assert "x as long as its knowledge-base runs predicted, for numpy" in rec.reason
+    assert "x as long as this machine ran them for the knowledge base, for numpy" in rec.reason
     assert rec.config == plain.config
     assert 1.5 < rec.predicted["train_time_s"][0] / plain.predicted["train_time_s"][0] < 2.7
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 import uuid
 
@@ -15,6 +16,8 @@ from dltune.surrogate import (
     load_storage_records,
     record_row,
 )
+from dltune.surrogate._features import ran_in_new_process
+from dltune.surrogate._model import workload_label
 
 pytestmark = pytest.mark.slow
 
@@ -224,34 +227,78 @@ def _on_another_machine(records, n, slower, memory=1.5):
     return out
 
 
+def _later(records, slower, twins=True):
+    """Calibration runs of 14 of ``records`` on the same machine on a later day, each ``slower``
+    times as long, +-10 % in turn; with ``twins`` they are the very same runs (workload and
+    configuration), else runs of another seed, which the knowledge base does not hold."""
+    out = []
+    for i, d in enumerate((records[::2] + records[1::2])[:14]):
+        config = d["config"] if twins else dict(d["config"], seed=100 + i)
+        out.append(dict(d, id=f"calibration-{i}", started_at="2026-12-04T14:00:00+00:00",
+                        kb=dict(d.get("kb") or {}, suite="calibration"), config=config,
+                        metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower
+                                     * (1.1 if i % 2 else 1 / 1.1))))
+    return out
+
+
 def test_a_calibration_of_a_measured_machine_says_how_fast_it_runs_now(tiny_kb, tmp_path):
     """The knowledge base's own machine, calibrated on a day it runs 1.6x slower: its times are
     scaled by what the calibration measured, and the cost model is the knowledge base's alone."""
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
-    later = [dict(d, id=f"calibration-{i}", started_at="2026-12-04T14:00:00+00:00",
-                  kb=dict(d.get("kb") or {}, suite="calibration"),
-                  metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * 1.6))
-             for i, d in enumerate((records[::2] + records[1::2])[:14])]
+    later = _later(records, 1.6)
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + later)
     [machine] = model.machine_now_
     assert machine == model.reference_machine_ and model.machine_speed_ == {}
     assert model.machine_now_info_[machine] == {"runs": 14, "measured_to": "2026-12-04"}
+    # Each calibration run against its twin in the knowledge base (same workload, configuration,
+    # and new worker or reused one): 1.6 x 1.1 or 1.6 / 1.1 of it, no model involved.
+    def same(d):
+        return workload_label(d), json.dumps(d["config"], sort_keys=True), ran_in_new_process(d)
+
+    log_ratio = [math.log(c["metrics"]["train_time_s"])
+                 - np.median([math.log(d["metrics"]["train_time_s"]) for d in records if same(d) == same(c)])
+                 for c in later]
     factor = math.exp(model.machine_now_[machine]["numpy"])
-    assert 1.6 * 0.8 < factor < 1.6 / 0.8  # less the model's own error on those runs
+    assert factor == pytest.approx(math.exp(np.median(log_ratio)))
+    widen = math.exp(model.machine_now_[machine]["~"])  # the runs' scatter around the factor
+    assert widen == pytest.approx(math.exp(np.quantile(np.abs(np.array(log_ratio) - math.log(factor)), 0.8)))
+    assert widen > 1
     rows = [record_row(d) for d in records]
     with_now, without = model.predict(rows), base.predict(rows)
-    widen = math.exp(model.machine_now_[machine]["~"])  # the runs' scatter around the factor
-    assert widen > 1
     np.testing.assert_allclose(with_now["train_time_s"], without["train_time_s"] * factor, rtol=1e-9)
     np.testing.assert_allclose(with_now["train_time_s_low"], without["train_time_s_low"] * factor / widen, rtol=1e-9)
     np.testing.assert_allclose(with_now["train_time_s_high"], without["train_time_s_high"] * factor * widen, rtol=1e-9)
+    # A calibration measures speed: its runs (knowledge-base configurations, same seed) do not
+    # count twice in the accuracy model.
+    for key in ("accuracy", "accuracy_low", "accuracy_high"):
+        np.testing.assert_array_equal(with_now[key], without[key])
     loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
     assert loaded.machine_now_ == model.machine_now_ and loaded.machine_now_info_ == model.machine_now_info_
     np.testing.assert_allclose(loaded.predict(rows)["train_time_s"], with_now["train_time_s"])
     # Another machine's runs for that machine are unaffected: it has its own factor.
     elsewhere = [dict(r, hardware=_elsewhere(r["hardware"])) for r in rows]
     assert model.predict(elsewhere)["train_time_s"] == pytest.approx(base.predict(elsewhere)["train_time_s"])
+
+
+def test_a_calibration_run_without_a_twin_is_measured_against_the_model_less_its_own_error(tiny_kb):
+    """Without the very same run on record, a calibration run is compared with the prediction,
+    less the prediction's median error on the machine's runs of its workload and framework: the
+    model's misses on those workloads are not taken for the machine's speed."""
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    later = _later(records, 1.6, twins=False)
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + later)
+    [machine] = model.machine_now_
+    factor = math.exp(model.machine_now_[machine]["numpy"])
+    assert 1.6 / 1.1 * 0.95 < factor < 1.6 * 1.1 / 0.95
+    # The calibration runs did not make the machine the reference nor join its cost model,
+    # even when they outnumber its knowledge-base runs.
+    many = [dict(d, id=f"{d['id']}-{j}", config=dict(d["config"], seed=1000 * j + d["config"]["seed"]))
+            for j in range(4) for d in later]
+    assert len(many) > len(records)
+    crowded = PerformanceModel(max_iter=20, calibrate=False).fit(records + many)
+    assert crowded.reference_machine_ == machine and list(crowded.machine_now_) == [machine]
+    assert math.exp(crowded.machine_now_[machine]["numpy"]) == pytest.approx(factor, rel=0.05)
 
 
 def test_another_machines_records_calibrate_its_speed_without_blurring_the_reference(tiny_kb):
