@@ -55,16 +55,18 @@ def calibrate_machine(
 
 def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:
     """Every calibration record in the cache (with ``cache``), and with ``shipped`` those
-    shipped in the package (any machine's: each is calibrated on its own); a run in both
-    counts once."""
+    shipped in the package (any machine's: each is calibrated on its own), marked
+    ``kb.shipped``; a run in both counts once, as the cache's (made on this machine)."""
     from dltune._paths import cache_dir
 
-    paths = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")) if cache else []
+    paths = [(p, False) for p in sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl"))] if cache else []
     if shipped:
-        paths += shipped_calibration_paths()
+        paths += [(p, True) for p in shipped_calibration_paths()]
     records: dict[str, dict[str, Any]] = {}
-    for path in paths:
+    for path, in_package in paths:
         for e in read_jsonl(path):
-            if e.get("status") == "ok":
-                records.setdefault(str(e.get("id")), e)
+            if e.get("status") == "ok" and str(e.get("id")) not in records:
+                if in_package:
+                    e = dict(e, kb=dict(e.get("kb") or {}, shipped=True))
+                records[str(e.get("id"))] = e
     return list(records.values())

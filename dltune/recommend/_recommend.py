@@ -319,9 +319,17 @@ def recommend(
     if now:
         info = perf.machine_now_info_[machine_key(hw_dict)]
         factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
-        reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
-                   f"{factor:.2g}x as long as this machine ran them for the knowledge base, for "
-                   f"{chosen.config.framework}: training times are scaled to it.")
+        if info.get("here", True):
+            reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
+                       f"{factor:.2g}x as long as this machine ran them for the knowledge base, for "
+                       f"{chosen.config.framework}: training times are scaled to it.")
+        else:
+            ratio = machine_factor(info["ratio"], chosen.config.framework, spec.name)
+            reason += (f" A machine of this kind ran the shipped calibration ({info['runs']} runs, "
+                       f"{info['measured_to']}) {ratio:.2g}x as long as the knowledge base's runs, for "
+                       f"{chosen.config.framework}: its speed varies from day to day, so training "
+                       f"times are scaled {factor:.2g}x and their interval reaches both speeds "
+                       f"(`dltune kb calibrate` measures this machine's speed now).")
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,

@@ -130,11 +130,12 @@ def _shipped_digest(path: Path) -> str:
 
 def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[dict[str, Any]]) -> str:
     """What a fit depends on: the model format, the knowledge-base file, the ids of the stored
-    (and calibration) records and the extra records."""
+    (and calibration) records, whether a calibration record was shipped or made here, and the
+    extra records."""
     key_parts = [
         FORMAT_VERSION,
         _shipped_digest(kb_file),
-        sorted(str(r.get("id")) for r in stored),
+        sorted(str(r.get("id")) + ("@shipped" if (r.get("kb") or {}).get("shipped") else "") for r in stored),
         hashlib.sha256(json.dumps(list(extra), sort_keys=True, default=str).encode()).hexdigest(),
     ]
     return hashlib.sha256(json.dumps(key_parts, default=str).encode()).hexdigest()[:24]

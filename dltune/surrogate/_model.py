@@ -336,6 +336,15 @@ class PerformanceModel:
         long as the knowledge base's runs of 2026-12-02 (``benchmarks/kb_speed_drift.py``), and
         ``recommend --verify`` measured outside the interval. A calibration there says so, and
         ``recommend`` then scales that machine's times (and intervals) by it.
+
+        That holds for a calibration made on this machine (in the cache, ``"here"`` in
+        ``machine_now_info_``). One shipped in the package (``kb.shipped``) was made on another
+        machine of the same kind on another day: machines of that kind have then run at the
+        knowledge base's speed and at the calibration's, and which one a machine runs at today
+        is unknown. Its factor is then half the calibration's (in log: the geometric middle)
+        and ``"~"`` grows by that half, so the interval reaches both speeds; the calibration's
+        own ratios are kept in ``machine_now_info_[m]["ratio"]``. A calibration in the cache
+        supersedes a shipped one of the same machine.
         """
         self.machine_now_: dict[str, dict[str, float]] = {}
         self.machine_now_info_: dict[str, dict[str, Any]] = {}
@@ -375,8 +384,13 @@ class PerformanceModel:
             else:
                 log_ratio[k] = e - np.median(same.get((machines[i], groups[i], frameworks[i]), [0.0]))
         machines_a, frameworks_a = np.array([machines[i] for i in now]), np.array([frameworks[i] for i in now])
+        shipped = np.array([bool((data[i].get("kb") or {}).get("shipped")) for i in now])
         for m in sorted(calibrated):
             on = (machines_a == m) & np.isfinite(log_ratio)
+            # This machine's own calibration (in the cache) says how fast it runs now; one
+            # shipped in the package, how fast another machine of its kind ran on another day.
+            from_here = not (shipped[on].all() if on.any() else True)
+            on &= ~shipped if from_here else shipped
             if not on.any():
                 continue
             entry = {"*": float(np.median(log_ratio[on]))}
@@ -388,9 +402,17 @@ class PerformanceModel:
             # them): one factor per framework does not fit every workload and configuration.
             own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
             entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
-            self.machine_now_[m] = entry
             dates = [str(data[now[k]].get("started_at") or "") for k in np.flatnonzero(on)]
-            self.machine_now_info_[m] = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None}
+            info = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None, "here": from_here}
+            if not from_here:
+                # Machines of this kind have run at the knowledge base's speed and at the
+                # calibration's: which one a machine of that kind runs at today is unknown, so
+                # its times are scaled halfway (in log) and the interval reaches both.
+                info["ratio"] = {k: math.exp(v) for k, v in entry.items() if k != "~"}
+                entry = {k: v / 2 for k, v in entry.items() if k != "~"} | {
+                    "~": entry["~"] + max(abs(v) / 2 for k, v in entry.items() if k != "~")}
+            self.machine_now_[m] = entry
+            self.machine_now_info_[m] = info
 
     def _machine_times(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],
                        models: Sequence[str | None], *times: np.ndarray) -> None:

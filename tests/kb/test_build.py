@@ -142,9 +142,20 @@ def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monk
     assert shipped_calibration_paths(tmp_path / "nothing") == []
     # Shipped files are read with the cache's folders; a run found twice counts once.
     monkeypatch.setattr(calibrate, "shipped_calibration_paths", lambda: [path, path])
-    ids = [e["id"] for e in calibration_records()]
+    found = calibration_records()
+    ids = [e["id"] for e in found]
     assert len(ids) == len(set(ids)) and {r.id for r in records} <= set(ids)
+    # Marked as shipped: made on another machine of the kind, on another day.
+    assert all(e["kb"]["shipped"] is True for e in found if e["id"] in {r.id for r in records})
     assert not {r.id for r in records} & {e["id"] for e in calibration_records(shipped=False)}
+    # The same runs in this machine's cache too are this machine's: not marked.
+    import dltune._paths as paths
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    (tmp_path / "cache" / "kb").mkdir(parents=True)
+    (tmp_path / "cache" / "kb" / folder.name).symlink_to(folder)
+    here = {e["id"]: e for e in calibration_records()}
+    assert all(not here[r.id]["kb"].get("shipped") for r in records)
 
 
 def test_cli_export_calibration_needs_calibration_records(tmp_path, capsys):

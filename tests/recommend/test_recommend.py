@@ -136,6 +136,16 @@ def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now
     assert "x as long as this machine ran them for the knowledge base, for numpy" in rec.reason
     assert rec.config == plain.config
     assert 1.5 < rec.predicted["train_time_s"][0] / plain.predicted["train_time_s"][0] < 2.7
+    # Shipped, the same calibration was made on another machine of the kind on another day:
+    # times are scaled halfway and the interval reaches both speeds.
+    shipped = [dict(d, kb=dict(d["kb"], shipped=True)) for d in later]
+    other_day = recommend(workload, records=shipped, knowledge_base=kb, storage=None, objective="accuracy")
+    assert f"A machine of this kind ran the shipped calibration ({len(later)} runs, 2026-12-04) " in other_day.reason
+    assert "its speed varies from day to day" in other_day.reason
+    assert other_day.config == plain.config
+    point, low, high = other_day.predicted["train_time_s"]
+    assert 1.2 < point / plain.predicted["train_time_s"][0] < 1.7
+    assert low <= plain.predicted["train_time_s"][1] and high >= rec.predicted["train_time_s"][2]
 
 
 def test_hardware_from_json_file(kb, workload, tmp_path):

@@ -250,7 +250,7 @@ def test_a_calibration_of_a_measured_machine_says_how_fast_it_runs_now(tiny_kb, 
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + later)
     [machine] = model.machine_now_
     assert machine == model.reference_machine_ and model.machine_speed_ == {}
-    assert model.machine_now_info_[machine] == {"runs": 14, "measured_to": "2026-12-04"}
+    assert model.machine_now_info_[machine] == {"runs": 14, "measured_to": "2026-12-04", "here": True}
     # Each calibration run against its twin in the knowledge base (same workload, configuration,
     # and new worker or reused one): 1.6 x 1.1 or 1.6 / 1.1 of it, no model involved.
     def same(d):
@@ -279,6 +279,39 @@ def test_a_calibration_of_a_measured_machine_says_how_fast_it_runs_now(tiny_kb, 
     # Another machine's runs for that machine are unaffected: it has its own factor.
     elsewhere = [dict(r, hardware=_elsewhere(r["hardware"])) for r in rows]
     assert model.predict(elsewhere)["train_time_s"] == pytest.approx(base.predict(elsewhere)["train_time_s"])
+
+
+def test_a_shipped_calibration_of_a_measured_machine_covers_both_speeds(tiny_kb):
+    """Shipped in the package, the calibration was made on another machine of the kind on
+    another day: times are scaled halfway (in log) and the interval reaches both the knowledge
+    base's speed and the calibration's. This machine's own calibration supersedes it."""
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    later = _later(records, 1.6)
+    shipped = [dict(d, kb=dict(d["kb"], shipped=True)) for d in later]
+    here = PerformanceModel(max_iter=20, calibrate=False).fit(records + later)
+    elsewhere = PerformanceModel(max_iter=20, calibrate=False).fit(records + shipped)
+    [machine] = elsewhere.machine_now_
+    assert here.machine_now_info_[machine]["here"] is True
+    info = elsewhere.machine_now_info_[machine]
+    assert info["here"] is False and info["runs"] == 14
+    ratio = math.exp(here.machine_now_[machine]["numpy"])
+    assert info["ratio"]["numpy"] == pytest.approx(ratio)
+    assert math.exp(elsewhere.machine_now_[machine]["numpy"]) == pytest.approx(math.sqrt(ratio))
+    widen = math.exp(elsewhere.machine_now_[machine]["~"])
+    assert widen == pytest.approx(math.exp(here.machine_now_[machine]["~"]) * math.sqrt(ratio))
+    base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    rows = [record_row(d) for d in records]
+    pred, plain = elsewhere.predict(rows), base.predict(rows)
+    # The interval reaches the knowledge base's speed and the calibration's.
+    assert np.all(pred["train_time_s_low"] <= plain["train_time_s_low"] * (1 + 1e-9))
+    assert np.all(pred["train_time_s_high"] >= plain["train_time_s_high"] * ratio * (1 - 1e-9))
+    # A calibration of this machine too: its runs alone say how fast it runs now.
+    mine = [dict(d, id=f"{d['id']}-here", started_at="2026-12-05T09:00:00+00:00",
+                 metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * 2.0 / 1.6))
+            for d in later]
+    both = PerformanceModel(max_iter=20, calibrate=False).fit(records + shipped + mine)
+    assert both.machine_now_info_[machine] == {"runs": 14, "measured_to": "2026-12-05", "here": True}
+    assert math.exp(both.machine_now_[machine]["numpy"]) == pytest.approx(ratio * 2.0 / 1.6)
 
 
 def test_a_calibration_run_without_a_twin_is_measured_against_the_model_less_its_own_error(tiny_kb):
