@@ -326,10 +326,11 @@ class PerformanceModel:
 
         The calibration suite runs the knowledge base's first configurations, so a machine that
         measured them has the very same run on record (same workload and configuration, in a
-        new worker process or a reused one alike): the ratio of the two times needs no model. A run without that twin is
-        compared with the prediction from the machine's knowledge-base runs, less the
-        prediction's median error on that machine's runs of the same workload and framework
-        where it has some (as :meth:`_machine_factors` does for other machines).
+        new worker process or a reused one alike): the ratio of the two times needs no model.
+        A run without that twin is compared with the prediction from the machine's
+        knowledge-base runs, less the prediction's median error on that machine's runs of the
+        same workload and framework where it has some (as :meth:`_machine_factors` does for
+        other machines).
 
         The same CPU can run the same runs at other speeds on other days: on 2026-12-04 a
         2-vCPU AVX-512 AMD EPYC VM of the same identity as the build machine ran 1.4-1.6x as
@@ -389,7 +390,7 @@ class PerformanceModel:
             on = (machines_a == m) & np.isfinite(log_ratio)
             # This machine's own calibration (in the cache) says how fast it runs now; one
             # shipped in the package, how fast another machine of its kind ran on another day.
-            from_here = not (shipped[on].all() if on.any() else True)
+            from_here = bool((on & ~shipped).any())
             on &= ~shipped if from_here else shipped
             if not on.any():
                 continue
