@@ -343,8 +343,9 @@ class PerformanceModel:
         machine of the same kind on another day: machines of that kind have then run at the
         knowledge base's speed and at the calibration's, and which one a machine runs at today
         is unknown. Its factor is then half the calibration's (in log: the geometric middle)
-        and ``"~"`` grows by that half, so the interval reaches both speeds; the calibration's
-        own ratios are kept in ``machine_now_info_[m]["ratio"]``. A calibration in the cache
+        and the interval widens by that half too (per framework, ``"~<framework>"``), so it
+        reaches both speeds; the calibration's own ratios are kept in
+        ``machine_now_info_[m]["ratio"]``. A calibration in the cache
         supersedes a shipped one of the same machine.
         """
         self.machine_now_: dict[str, dict[str, float]] = {}
@@ -409,9 +410,12 @@ class PerformanceModel:
                 # Machines of this kind have run at the knowledge base's speed and at the
                 # calibration's: which one a machine of that kind runs at today is unknown, so
                 # its times are scaled halfway (in log) and the interval reaches both.
-                info["ratio"] = {k: math.exp(v) for k, v in entry.items() if k != "~"}
-                entry = {k: v / 2 for k, v in entry.items() if k != "~"} | {
-                    "~": entry["~"] + max(abs(v) / 2 for k, v in entry.items() if k != "~")}
+                # Each framework's interval by its own half (``"~<framework>"``; ``"~"`` with the
+                # machine's over all, for the frameworks that use it).
+                scatter = entry.pop("~")
+                info["ratio"] = {k: math.exp(v) for k, v in entry.items()}
+                entry = ({k: v / 2 for k, v in entry.items()}
+                         | {f"~{k}" if k != "*" else "~": scatter + abs(v) / 2 for k, v in entry.items()})
             self.machine_now_[m] = entry
             self.machine_now_info_[m] = info
 
@@ -611,7 +615,9 @@ class PerformanceModel:
                 out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * factor * widen
             if self.machine_now_:  # how fast a calibrated knowledge-base machine runs now
                 factor = _factors(self.machine_now_, machines, frameworks, models)
-                widen = np.exp([self.machine_now_[m].get("~", 0.0) if m in self.machine_now_ else 0.0 for m in machines])
+                # The runs' scatter (and, for a shipped calibration, the way to the other speed).
+                widen = np.exp([self.machine_now_[m].get(f"~{fw}", self.machine_now_[m].get("~", 0.0))
+                                if m in self.machine_now_ else 0.0 for m, fw in zip(machines, frameworks, strict=True)])
                 out["train_time_s"] = out["train_time_s"] * factor
                 out["train_time_s_low"] = out["train_time_s_low"] * factor / widen
                 out["train_time_s_high"] = out["train_time_s_high"] * factor * widen

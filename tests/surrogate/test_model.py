@@ -297,7 +297,7 @@ def test_a_shipped_calibration_of_a_measured_machine_covers_both_speeds(tiny_kb)
     ratio = math.exp(here.machine_now_[machine]["numpy"])
     assert info["ratio"]["numpy"] == pytest.approx(ratio)
     assert math.exp(elsewhere.machine_now_[machine]["numpy"]) == pytest.approx(math.sqrt(ratio))
-    widen = math.exp(elsewhere.machine_now_[machine]["~"])
+    widen = math.exp(elsewhere.machine_now_[machine]["~numpy"])
     assert widen == pytest.approx(math.exp(here.machine_now_[machine]["~"]) * math.sqrt(ratio))
     base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
     rows = [record_row(d) for d in records]
