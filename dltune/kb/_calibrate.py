@@ -59,14 +59,12 @@ def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[s
     ``kb.shipped``; a run in both counts once, as the cache's (made on this machine)."""
     from dltune._paths import cache_dir
 
-    paths = [(p, False) for p in sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl"))] if cache else []
-    if shipped:
-        paths += [(p, True) for p in shipped_calibration_paths()]
+    here = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")) if cache else []
+    paths = [(p, False) for p in here] + [(p, True) for p in (shipped_calibration_paths() if shipped else [])]
     records: dict[str, dict[str, Any]] = {}
     for path, in_package in paths:
         for e in read_jsonl(path):
-            if e.get("status") == "ok" and str(e.get("id")) not in records:
-                if in_package:
-                    e = dict(e, kb=dict(e.get("kb") or {}, shipped=True))
-                records[str(e.get("id"))] = e
+            key = str(e.get("id"))
+            if e.get("status") == "ok" and key not in records:
+                records[key] = dict(e, kb=dict(e.get("kb") or {}, shipped=True)) if in_package else e
     return list(records.values())

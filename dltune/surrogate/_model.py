@@ -140,6 +140,18 @@ def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
                             for m, fw, model in zip(machines, frameworks, models, strict=True)]))
 
 
+def _median_factors(log_ratio: np.ndarray, on: np.ndarray, frameworks: np.ndarray,
+                    min_framework: int) -> dict[str, float]:
+    """A machine's log factors from its rows ``on``: the median over all of them (``"*"``) and
+    per framework with ``min_framework`` rows or more."""
+    entry = {"*": float(np.median(log_ratio[on]))}
+    for fw in sorted(set(frameworks[on])):
+        sel = on & (frameworks == fw)
+        if sel.sum() >= min_framework:
+            entry[str(fw)] = float(np.median(log_ratio[sel]))
+    return entry
+
+
 def epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with the epochs its record's run trained (fewer than configured if it stopped
     early); ``row`` itself when they are the configured ones."""
@@ -353,9 +365,12 @@ class PerformanceModel:
         calibrated = {machines[i] for i in now}
         if not calibrated:
             return
-        # The calibrated machines' rows: their knowledge-base runs, then their calibration runs.
+        # The calibrated machines' other runs of the calibration's workloads and frameworks (the
+        # runs a calibration run is compared with), then the calibration runs.
         now_set = set(now)
-        before = [i for i, m in enumerate(machines) if m in calibrated and i not in now_set]
+        wanted = {(machines[i], groups[i], frameworks[i]) for i in now}
+        before = [i for i in range(len(machines))
+                  if i not in now_set and (machines[i], groups[i], frameworks[i]) in wanted]
         rows = before + list(now)
         point = self.train_time_.predict(X[rows])
         self._machine_times(X[rows], [machines[i] for i in rows], [frameworks[i] for i in rows],
@@ -395,11 +410,7 @@ class PerformanceModel:
             on &= ~shipped if from_here else shipped
             if not on.any():
                 continue
-            entry = {"*": float(np.median(log_ratio[on]))}
-            for fw in sorted(set(frameworks_a[on])):
-                sel = on & (frameworks_a == fw)
-                if sel.sum() >= MIN_MACHINE_FRAMEWORK_RECORDS:
-                    entry[str(fw)] = float(np.median(log_ratio[sel]))
+            entry = _median_factors(log_ratio, on, frameworks_a, MIN_MACHINE_FRAMEWORK_RECORDS)
             # How far its runs scatter around their factor ("~", log; the interval's share of
             # them): one factor per framework does not fit every workload and configuration.
             own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
@@ -510,11 +521,9 @@ class PerformanceModel:
             on = (machines_a == m) & np.isfinite(log_ratio)
             if not on.any():
                 continue
-            entry = {"*": float(np.median(log_ratio[on]))}
+            entry = _median_factors(log_ratio, on, frameworks_a, min_framework)
             for fw in sorted(set(frameworks_a[on])):
                 sel = on & (frameworks_a == fw)
-                if sel.sum() >= min_framework:
-                    entry[str(fw)] = float(np.median(log_ratio[sel]))
                 for model in sorted(set(models_a[sel])):
                     pair = sel & (models_a == model)
                     if pair.sum() >= MIN_MACHINE_MODEL_RECORDS and len(set(groups_a[pair])) >= 2:
@@ -605,22 +614,17 @@ class PerformanceModel:
             models = [r["meta"].get("model") for r in rows]
             self._machine_times(X, machines, frameworks, models, out["train_time_s"],
                                 out["train_time_s_low"], out["train_time_s_high"])
-            if self.machine_memory_:
-                factor = _factors(self.machine_memory_, machines, frameworks, models)
-                # What the machine's own runs scatter around their factor.
-                widen = np.exp([self.machine_memory_[m].get("~", 0.0) if m in self.machine_memory_ else 0.0
-                                for m in machines])
-                out["peak_rss_mb"] = out["peak_rss_mb"] * factor
-                out["peak_rss_mb_low"] = out["peak_rss_mb_low"] * factor / widen
-                out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * factor * widen
-            if self.machine_now_:  # how fast a calibrated knowledge-base machine runs now
-                factor = _factors(self.machine_now_, machines, frameworks, models)
-                # The runs' scatter (and, for a shipped calibration, the way to the other speed).
-                widen = np.exp([self.machine_now_[m].get(f"~{fw}", self.machine_now_[m].get("~", 0.0))
-                                if m in self.machine_now_ else 0.0 for m, fw in zip(machines, frameworks, strict=True)])
-                out["train_time_s"] = out["train_time_s"] * factor
-                out["train_time_s_low"] = out["train_time_s_low"] * factor / widen
-                out["train_time_s_high"] = out["train_time_s_high"] * factor * widen
+            # Memory: what the machine's own runs scatter around their factor. Time on a
+            # calibrated knowledge-base machine: how fast it runs now, and its runs' scatter
+            # (for a shipped calibration, the way to the other speed too).
+            for metric, factors in (("peak_rss_mb", self.machine_memory_), ("train_time_s", self.machine_now_)):
+                if factors:
+                    factor = _factors(factors, machines, frameworks, models)
+                    widen = np.exp([factors[m].get(f"~{fw}", factors[m].get("~", 0.0)) if m in factors else 0.0
+                                    for m, fw in zip(machines, frameworks, strict=True)])
+                    out[metric] = out[metric] * factor
+                    out[f"{metric}_low"] = out[f"{metric}_low"] * factor / widen
+                    out[f"{metric}_high"] = out[f"{metric}_high"] * factor * widen
         return out
 
     def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
