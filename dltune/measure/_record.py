@@ -109,6 +109,7 @@ class Measurement:
             "accuracy_pct": None if m.get("test_accuracy") is None else 100 * m["test_accuracy"],
             "cpu_pct": m.get("cpu_percent_mean"),
             "peak_mb": m.get("peak_rss_mb"),
+            "gpu_mb": m.get("gpu_peak_mb"),
         }
 
 

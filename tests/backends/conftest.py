@@ -84,6 +84,12 @@ def _run_in_backend(name: str, script: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def in_backend():
+    """``f(backend, script, *args)``: run a script in the backend's interpreter, its JSON line."""
+    return _run_in_backend
+
+
 @pytest.fixture
 def seed_and_schedule():
     """``f(backend, model)``: losses of same-seed, other-seed and constant-rate trainings."""
