@@ -38,7 +38,8 @@ def candidate_configs(
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
     epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, 4).round().astype(int).tolist()})
-    threads = sorted({1, usable_cores})
+    # 1 thread, 2 (the most the shipped knowledge base measured) and every usable core.
+    threads = sorted({1, min(2, usable_cores), usable_cores})
     per_cell = max(1, n_per_framework // (len(_OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []
     for framework in frameworks:

@@ -242,7 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import machine_factor, machine_key
+    from dltune.surrogate._model import intra_threads, machine_factor, machine_key
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -273,7 +273,8 @@ def recommend(
             _predictions.pop(next(iter(_predictions)))
         _predictions[memo_key] = (perf, configs, pred)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width.
-    pred, interval_notes = perf.widen(pred, meta, hw_dict)
+    threads = [intra_threads(_config_features(c), hw_dict) for c in configs]
+    pred, interval_notes = perf.widen(pred, meta, hw_dict, threads=threads)
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
     if "max_train_time" in limits:
@@ -302,6 +303,9 @@ def recommend(
         front = [front[int(round(j))] for j in np.linspace(0, len(front) - 1, top_k - 1)] if top_k > 1 else []
     alternatives = [candidate(i) for i in dict.fromkeys(front)]
     ood, reasons, nearest = perf.novelty(meta, hw_dict)
+    beyond = perf.threads_reason(threads[best], hw_dict)
+    if beyond:
+        ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
     speed = perf.machine_speed_.get(machine_key(hw_dict))

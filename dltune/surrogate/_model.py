@@ -28,7 +28,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 16
+FORMAT_VERSION = 17
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -105,6 +105,15 @@ def display_name(workload: dict[str, Any]) -> str:
             parts.append(f"d={p['difficulty']}")
         name = f"{name}[{','.join(parts)}]"
     return f"{name}-{workload.get('model', '?')}"
+
+
+def intra_threads(config: dict[str, Any], hardware: dict[str, Any]) -> int | None:
+    """A run's intra-op threads: as configured, else its pinned cores, else the usable cores."""
+    threads = config.get("threads") or {}
+    for value in (threads.get("intra_op"), threads.get("cores"), hardware.get("usable_cores")):
+        if value is not None:
+            return int(value)
+    return None
 
 
 def machine_key(hardware: dict[str, Any]) -> str:
@@ -576,6 +585,13 @@ class PerformanceModel:
                               max(c["learning_rate"] for c in configs)],
         }
         self.frameworks_ = sorted({c["framework"] for c in configs})
+        # The most intra-op threads any run used, per machine and over all ("*").
+        self.threads_measured_: dict[str, int] = {}
+        for d in data:
+            n = intra_threads(d["config"], d.get("hardware") or {})
+            if n is not None:
+                for key in (machine_key(d.get("hardware") or {}), "*"):
+                    self.threads_measured_[key] = max(n, self.threads_measured_.get(key, 0))
 
     def _distances(self, vector: np.ndarray, skip: int | None = None) -> np.ndarray:
         refs = np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_])
@@ -646,8 +662,8 @@ class PerformanceModel:
         reasons.extend(self._hardware_reasons(hardware))
         return bool(reasons), reasons, nearest
 
-    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any],
-              hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any], hardware: dict[str, Any],
+              threads: Sequence[int] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
         """``pred``'s intervals widened for how far ``meta`` / ``hardware`` lie from the
         knowledge base, with a note per widening (none when both are like what was measured).
 
@@ -657,8 +673,12 @@ class PerformanceModel:
         ``1 + d / t``; hardware unlike the measured gets the training-time interval widened by
         a factor :data:`HARDWARE_TIME_FACTOR` each way per reason (another CPU, core count or a
         GPU can change throughput several-fold, and no measurement says in which direction)
-        and the memory interval by :data:`HARDWARE_MEMORY_FACTOR`. Accuracy does not depend on
-        the hardware.
+        and the memory interval by :data:`HARDWARE_MEMORY_FACTOR` per reason (more cores run
+        more threads, each with its buffers; a GPU machine's CUDA build of a framework maps
+        more libraries). Accuracy does not depend on the hardware. With ``threads`` (each
+        row's intra-op threads), a row whose threads lie beyond the measured
+        (:meth:`threads_reason`) gets its training-time interval widened by
+        :data:`HARDWARE_TIME_FACTOR` each way too.
         """
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
@@ -674,13 +694,48 @@ class PerformanceModel:
         hardware_reasons = len(self._hardware_reasons(hardware))
         if hardware_reasons:
             factor = HARDWARE_TIME_FACTOR ** hardware_reasons
+            memory = HARDWARE_MEMORY_FACTOR ** hardware_reasons
             out["train_time_s_low"] = out["train_time_s_low"] / factor
             out["train_time_s_high"] = out["train_time_s_high"] * factor
-            out["peak_rss_mb_low"] = out["peak_rss_mb_low"] / HARDWARE_MEMORY_FACTOR
-            out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * HARDWARE_MEMORY_FACTOR
+            out["peak_rss_mb_low"] = out["peak_rss_mb_low"] / memory
+            out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * memory
             notes.append(f"training-time interval {factor:g}x wider each way and memory "
-                         f"{HARDWARE_MEMORY_FACTOR:g}x: the hardware is unlike the measured")
+                         f"{memory:.3g}x: the hardware is unlike the measured")
+        if threads is not None:
+            flagged = {n for n in set(threads) if self.threads_reason(int(n), hardware)}
+            beyond = np.array([n in flagged for n in threads], dtype=bool)
+            if beyond.any():
+                out["train_time_s_low"][beyond] /= HARDWARE_TIME_FACTOR
+                out["train_time_s_high"][beyond] *= HARDWARE_TIME_FACTOR
+                notes.append(f"training-time interval {HARDWARE_TIME_FACTOR:g}x wider each way for "
+                             f"{int(beyond.sum())} configurations with more threads than this "
+                             "machine's runs used")
         return out, notes
+
+    def threads_reason(self, threads: int, hardware: dict[str, Any]) -> str | None:
+        """Why ``threads`` intra-op threads on ``hardware`` lie beyond the measured, or None.
+
+        The cost model has seen a machine's speed at the thread counts its runs used; more
+        threads than those can be faster or, on small work, slower (a 16-core Xeon ran a
+        16-thread digits LeNet 2.1x as long as predicted from its 1- and 2-thread calibration
+        runs; docs/recommendation.md). It counts the machine's own runs where it has some, else
+        all runs; a machine whose core count lies outside the measured is flagged for that
+        already (:meth:`novelty`), and not again per configuration.
+        """
+        self._check_fitted()
+        measured = getattr(self, "threads_measured_", {})
+        top = measured.get(machine_key(hardware), measured.get("*"))
+        if top is None or threads <= top or self._cores_outside(hardware):
+            return None
+        return (f"{threads} threads is beyond the {top} this machine's runs used at most: its "
+                f"training time is extrapolated (`dltune bench --threads {threads}` measures it)")
+
+    def _cores_outside(self, hardware: dict[str, Any]) -> str | None:
+        cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
+        usable = hardware.get("usable_cores", hardware.get("logical_cores"))
+        if cores and usable is not None and not (min(cores) <= usable <= max(cores)):
+            return f"{usable} usable cores is outside the measured {min(cores)}..{max(cores)}"
+        return None
 
     def _hardware_reasons(self, hardware: dict[str, Any]) -> list[str]:
         calibrated = set(self.calibrated_machines())
@@ -694,10 +749,9 @@ class PerformanceModel:
                     if same_name and not hardware.get("cpu_flags") else "")
             reasons.append(f"CPU {cpu_identity(hardware)!r} was never measured (measured: {', '.join(models)}; "
                            f"`dltune kb calibrate` measures this machine in a few minutes{hint})")
-        cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
-        usable = hardware.get("usable_cores", hardware.get("logical_cores"))
-        if cores and usable is not None and not (min(cores) <= usable <= max(cores)):
-            reasons.append(f"{usable} usable cores is outside the measured {min(cores)}..{max(cores)}")
+        cores = self._cores_outside(hardware)
+        if cores:
+            reasons.append(cores)
         if len(hardware.get("gpus") or ()) and not any(h["gpus"] for h in self.hardware_):
             reasons.append("the knowledge base has no GPU measurements")
         vec = hardware_vector(hardware)
@@ -742,6 +796,7 @@ class PerformanceModel:
             "machine_memory": self.machine_memory_,
             "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
             "machine_now": self.machine_now_, "machine_now_info": self.machine_now_info_,
+            "threads_measured": self.threads_measured_,
             "fitted_with": getattr(self, "fitted_with_", {}),
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
@@ -784,6 +839,7 @@ class PerformanceModel:
         model.ood_threshold_ = state["ood_threshold"]
         model.hardware_ = state["hardware"]
         model.config_ranges_ = state["config_ranges"]
+        model.threads_measured_ = state["threads_measured"]
         model.frameworks_ = state["frameworks"]
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]

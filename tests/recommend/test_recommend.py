@@ -121,6 +121,41 @@ def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workl
     assert 1.8 < rec.predicted["train_time_s"][0] / here.predicted["train_time_s"][0] < 5.0
 
 
+def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workload, tiny_kb, monkeypatch):
+    """A 16-core machine calibrated at 1 and 2 threads (as `dltune kb calibrate` runs): 2 threads
+    are among its candidates beside 1 and 16, and a pick of 16 is flagged, its interval wider."""
+    from dltune.kb import RecordStore
+    from dltune.recommend import _recommend
+    from dltune.recommend._candidates import candidate_configs
+
+    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 16, (1, 4))} == {1, 2, 16}
+    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 2, (1, 4))} == {1, 2}
+    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 1, (1, 4))} == {1}
+    big = {"cpu_model": "Big CPU", "logical_cores": 16, "usable_cores": 16, "memory_gb": 24.0,
+           "cpu_flags": ["avx2"], "gpus": [], "target": "big-cpu-16of16c"}
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][::2]
+    # Its 1-thread runs are pinned to one core (that target's usable cores: 1); 2-thread ones not.
+    runs = [dict(d, id=f"big-{i}", hardware=dict(d["hardware"], **dict(
+        big, usable_cores=1 if d["hardware"]["usable_cores"] == 1 else 16)))
+        for i, d in enumerate(records)]
+
+    def only(n):
+        monkeypatch.setattr(_recommend, "_predictions", {})
+        monkeypatch.setattr(_recommend, "candidate_configs", lambda *a, **k: [
+            c for c in candidate_configs(*a, **k) if c.threads.intra_op == n])
+        return recommend(workload, hardware=big, records=runs, knowledge_base=kb, storage=None)
+
+    at16, at2 = only(16), only(2)
+    assert at16.out_of_distribution and not at2.out_of_distribution, at2.ood_reasons
+    assert at16.ood_reasons == ["16 threads is beyond the 2 this machine's runs used at most: its "
+                                "training time is extrapolated (`dltune bench --threads 16` measures it)"]
+    assert any("configurations with more threads than this machine's runs used" in n
+               for n in at16.interval_notes)
+    assert at2.interval_notes == []
+    point, low, high = at16.predicted["train_time_s"]
+    assert high / point > 3.0 and point / low > 3.0
+
+
 def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now(kb, workload, tiny_kb):
     """The machine that measured the knowledge base, calibrated on a day it runs 2x slower."""
     from dltune.kb import RecordStore

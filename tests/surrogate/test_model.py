@@ -17,7 +17,7 @@ from dltune.surrogate import (
     record_row,
 )
 from dltune.surrogate._features import ran_in_new_process
-from dltune.surrogate._model import workload_label
+from dltune.surrogate._model import intra_threads, workload_label
 
 pytestmark = pytest.mark.slow
 
@@ -105,13 +105,15 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     def log_width(p, key):
         return np.log(p[f"{key}_high"][0]) - np.log(p[f"{key}_low"][0])
 
-    # Another machine: time 3x wider each way per difference (CPU, cores, GPU, memory).
+    # Another machine: time 3x and memory 1.5x wider each way per difference (CPU, cores, GPU,
+    # memory).
     hw_reasons = len(model.novelty(row["meta"], ALIEN)[1])
     alien, notes = model.widen(pred, row["meta"], ALIEN)
     assert hw_reasons == 4 and len(notes) == 1
     assert log_width(alien, "train_time_s") == pytest.approx(
         log_width(pred, "train_time_s") + 2 * hw_reasons * np.log(3.0))
-    assert log_width(alien, "peak_rss_mb") == pytest.approx(log_width(pred, "peak_rss_mb") + 2 * np.log(1.5))
+    assert log_width(alien, "peak_rss_mb") == pytest.approx(
+        log_width(pred, "peak_rss_mb") + 2 * hw_reasons * np.log(1.5))
     assert alien["accuracy_low"][0] == pred["accuracy_low"][0]  # the hardware does not change results
     # An unlike workload: every interval wider by 1 + distance / threshold, accuracy kept in [0, 1].
     meta = dict(row["meta"], n_train=2_000_000, height=512, width=512, channels=3,
@@ -225,6 +227,41 @@ def _on_another_machine(records, n, slower, memory=1.5):
                         metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower,
                                      peak_rss_mb=d["metrics"]["peak_rss_mb"] * memory)))
     return out
+
+
+def test_more_threads_than_a_calibrated_machine_measured_are_flagged_and_widened(tiny_kb):
+    # A 16-core machine calibrated with runs of 1 and 2 threads (as `dltune kb calibrate` does):
+    # its speed at 16 threads is an extrapolation. On the 16-core Xeon of 2026-12-04 the
+    # 16-thread run took 2.1x the calibrated prediction, outside its interval.
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    big = {**OTHER, "logical_cores": 16, "usable_cores": 16, "target": "other-cpu-16of16c"}
+    # Its 1-thread runs are pinned to one core (the 1-core target); its 2-thread runs are not.
+    calibration = [dict(d, id=f"big-{i}", hardware=dict(big, usable_cores=1) if d["hardware"]["usable_cores"] == 1 else big)
+                   for i, d in enumerate((records[::2] + records[1::2])[:14])]
+    assert {intra_threads(d["config"], d["hardware"]) for d in calibration} <= {1, 2}
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + calibration)
+    assert model.threads_measured_["*"] == 2
+    reason = model.threads_reason(16, big)
+    assert reason.startswith("16 threads is beyond the 2 this machine's runs used at most")
+    assert model.threads_reason(2, big) is None and model.threads_reason(1, big) is None
+    # Not flagged per configuration where the machine's core count is flagged already.
+    uncalibrated = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    assert any("16 usable cores is outside the measured 1..2" in r for r in uncalibrated.novelty(
+        record_row(records[0])["meta"], big)[1])
+    assert uncalibrated.threads_reason(16, big) is None
+    row = record_row(records[0])
+    rows = [dict(row, hardware=big, config=dict(row["config"], threads={"intra_op": n}))
+            for n in (1, 2, 16)]
+    pred = model.predict(rows)
+    wide, notes = model.widen(pred, row["meta"], big, threads=[1, 2, 16])
+    ratio = wide["train_time_s_high"] / pred["train_time_s_high"]
+    assert ratio.tolist() == pytest.approx([1.0, 1.0, 3.0])
+    assert wide["train_time_s_low"][2] == pytest.approx(pred["train_time_s_low"][2] / 3.0)
+    assert notes == ["training-time interval 3x wider each way for 1 configurations with more "
+                     "threads than this machine's runs used"]
+    assert model.widen(pred, row["meta"], big)[1] == []  # no threads given: nothing per row
+    loaded = PerformanceModel.load(model.save(tiny_kb.parent / f"threads-{uuid.uuid4().hex}.npz"))
+    assert loaded.threads_measured_ == model.threads_measured_
 
 
 def _later(records, slower, twins=True):
