@@ -35,6 +35,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="S",
                         help="start no new trial after S seconds (per framework)")
     parser.add_argument("--cores", type=int, help="tune for the target restricted to N cores")
+    parser.add_argument("--device", help="cpu (default) or cuda: train the trials on an NVIDIA "
+                        "GPU (torch, tensorflow); a study of its own")
     parser.add_argument("--preset-epochs", type=int, metavar="N",
                         help="cap the default preset's epochs at N (shown in the table)")
     parser.add_argument("--no-preset", action="store_true",
@@ -70,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
         frameworks = [n for n in BACKENDS if n != "numpy" and _available(n)]
     else:
         frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS))
+    base = None
+    if args.device is not None:
+        from dltune.config import TrainConfig
+
+        base = TrainConfig(device=args.device).validate(max_cores=None)
     cores = args.cores or usable_cores()
     space = SearchSpace.from_file(args.space, cores=cores) if args.space else SearchSpace(cores=cores)
     fixed = parse_key_values(args.fix, "fix")
@@ -97,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         warm_start=args.warm_start,
         compare_preset=not args.no_preset,
         preset_epochs=args.preset_epochs,
+        base=base,
         progress=not (args.quiet or args.json),
     )
     if args.json:

@@ -121,7 +121,8 @@ def _measure_preset(study: Any, workload: Any, framework: str, base: TrainConfig
     from dltune._bench import measure
 
     config, label = preset_for(framework, workload, preset_epochs)
-    config = config.replace(seed=base.seed, threads=base.threads, timeout_s=base.timeout_s)
+    config = config.replace(seed=base.seed, threads=base.threads, timeout_s=base.timeout_s,
+                            device=base.device)
     key = f"preset_measurement:{label}"
     stored = study.user_attrs.get(key)
     if stored is not None:
@@ -232,7 +233,9 @@ def tune(
             in every framework's study (their ``framework`` field is ignored).
         compare_preset: also measure each framework's default preset for comparison.
         preset_epochs: cap the preset's epochs (the label then says so).
-        base: settings not searched (seed, timeout_s, lr schedule...).
+        base: settings not searched (seed, timeout_s, lr schedule, ``device``...). With
+            ``device="cuda"`` the study's target is ``<hardware target>+cuda`` and the preset
+            runs on the GPU too.
         progress: a progress bar per study on stderr.
     """
     from dltune._workload import as_workload
@@ -292,7 +295,10 @@ def tune(
             spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
                              pruner_name, seed, n_trials)
-            name = study_name(wl, fw, hw.target, objs)
+            # The GPU is a hardware target of its own: its trials never share a study with the
+            # same machine's CPU trials.
+            target = hw.target if base.device == "cpu" else f"{hw.target}+{base.device}"
+            name = study_name(wl, fw, target, objs)
             study = create_or_load(storage_obj, name, spec, build_sampler(sampler, seed),
                                    build_pruner(pruner if pruner is not None else pruner_name, len(objs)))
             queued = list(enqueue or [])

@@ -265,3 +265,22 @@ def test_same_seed_proposes_the_same_configurations(tiny_workload, cheap_space, 
         params.append([t.params for t in _study(url, res.study_name).trials])
     assert params[0] == params[1] and len(params[0]) == 3
     assert len({tuple(sorted(p.items())) for p in params[0]}) == 3
+
+
+@pytest.mark.slow
+def test_a_gpu_tune_is_a_study_of_its_own_and_its_trials_run_there(tiny_workload, cheap_space, tmp_path):
+    # The numpy backend has no GPU: each trial fails with its refusal, which shows that it ran
+    # with device='cuda'; the study is named for the GPU target, beside the CPU's.
+    import optuna
+
+    from dltune.hardware import Hardware
+    from dltune.tuning._loop import TooManyFailuresError
+
+    url = f"sqlite:///{tmp_path}/gpu.db"
+    with pytest.raises(TooManyFailuresError, match="The numpy backend runs on the CPU only"):
+        tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=2, storage=url,
+             seed=0, base=TrainConfig(device="cuda"), compare_preset=False)
+    [summary] = optuna.get_all_study_summaries(url)
+    assert summary.study_name.endswith(f":numpy:{Hardware.detect().target}+cuda")
+    study = _study(url, summary.study_name)
+    assert {t.user_attrs["config"]["device"] for t in study.trials} == {"cuda"}
