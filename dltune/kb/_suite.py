@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._validation import check_choice, check_int
-from dltune.config import LR_RANGES, ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 
 __all__ = ["CALIBRATION_PLAN", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
-_OPTIMIZERS = ("sgd", "momentum", "adam")
 PRESET_ROUND = 3
 
 
@@ -156,7 +155,7 @@ def _sobol(n: int, dims: int, seed: int):
 
 
 def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> TrainConfig:
-    optimizer = _OPTIMIZERS[min(int(u[0] * 3), 2)]
+    optimizer = OPTIMIZERS[min(int(u[0] * 3), 2)]
     low, high = LR_RANGES[optimizer]  # one unit-interval dimension maps to its log range
     lr = float(math.exp(math.log(low) + u[1] * (math.log(high) - math.log(low))))
     batch = _BATCH_SIZES[min(int(u[2] * len(_BATCH_SIZES)), len(_BATCH_SIZES) - 1)]

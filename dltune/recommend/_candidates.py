@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from dltune.config import LR_RANGES, ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 
 __all__ = ["candidate_configs"]
 
-_OPTIMIZERS = ("sgd", "momentum", "adam")
 _BATCHES = (16, 32, 64, 128, 256)
 
 
@@ -40,10 +39,10 @@ def candidate_configs(
     epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, 4).round().astype(int).tolist()})
     # 1 thread, 2 (the most the shipped knowledge base measured) and every usable core.
     threads = sorted({1, min(2, usable_cores), usable_cores})
-    per_cell = max(1, n_per_framework // (len(_OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
+    per_cell = max(1, n_per_framework // (len(OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []
     for framework in frameworks:
-        for optimizer in _OPTIMIZERS:
+        for optimizer in OPTIMIZERS:
             lo, hi = LR_RANGES[optimizer]
             grid = (np.arange(3 * per_cell) + rng.random()) / (3 * per_cell)
             lrs = [round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))), 6) for u in grid]

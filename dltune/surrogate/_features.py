@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import NotFittedError
-from dltune.config import LR_RANGES
+from dltune.config import LR_RANGES, OPTIMIZERS
 
 __all__ = [
     "FeatureEncoder",
@@ -51,7 +51,6 @@ WORKLOAD_FEATURES: tuple[tuple[str, str, bool], ...] = (
 HARDWARE_FEATURES: tuple[str, ...] = (
     "usable_cores", "log_logical_cores", "log_memory_gb", "avx2", "avx512f", "gpus",
 )
-_OPTIMIZERS = ("sgd", "momentum", "adam")
 _SCHEDULES = ("constant", "inv", "step")
 
 
@@ -162,7 +161,7 @@ class FeatureEncoder:
             + ["log_lr", "lr_position", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_epochs", "log_steps",
                "log_updates", "log_lr_updates",
                "intra_threads", "cores", "threads_per_core", "fresh_process"]
-            + [f"opt_{o}" for o in _OPTIMIZERS]
+            + [f"opt_{o}" for o in OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
             + [f"fw_{f}" for f in self.frameworks_]
             + [f"fwm_{f}|{m}" for f, m in self.framework_models_]
@@ -200,7 +199,7 @@ class FeatureEncoder:
                 # A row without the flag is a run to come: the user's own, in a new process.
                 float(row.get("fresh", True)),
             ]
-            config_part += [float(optimizer == o) for o in _OPTIMIZERS]
+            config_part += [float(optimizer == o) for o in OPTIMIZERS]
             config_part += [float(cfg.get("lr_schedule", "constant") == s) for s in _SCHEDULES]
             config_part += [float(cfg["framework"] == f) for f in self.frameworks_]
             config_part += [float(cfg["framework"] == f and meta.get("model") == m)
