@@ -27,7 +27,7 @@ BALANCED_POINTS_PER_HALVING = 1.0
 _hardware_cache: dict[str, Any] = {}
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
 # constraints only re-rank them, so a repeated question costs milliseconds.
-_predictions: dict[str, tuple[Any, list[TrainConfig], dict[str, np.ndarray]]] = {}
+_predictions: dict[str, tuple[Any, list[TrainConfig], dict[str, np.ndarray], list[str]]] = {}
 
 
 @dataclass
@@ -257,7 +257,7 @@ def recommend(
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key][0] is perf:
-        _, configs, pred = _predictions[memo_key]
+        _, configs, pred, thread_notes = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind)
@@ -269,12 +269,14 @@ def recommend(
                 targets[cores] = dict(hw_dict, usable_cores=cores or hw_dict["usable_cores"])
             rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
         pred = perf.predict(rows)
+        # More threads than this machine was measured at: between no gain and the extrapolation.
+        pred, thread_notes = perf.hedge_threads(pred, rows, hw_dict)
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = (perf, configs, pred)
+        _predictions[memo_key] = (perf, configs, pred, thread_notes)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width.
-    threads = [intra_threads(_config_features(c), hw_dict) for c in configs]
-    pred, interval_notes = perf.widen(pred, meta, hw_dict, threads=threads)
+    pred, interval_notes = perf.widen(pred, meta, hw_dict)
+    interval_notes = [*thread_notes, *interval_notes]
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
     if "max_train_time" in limits:
@@ -303,7 +305,7 @@ def recommend(
         front = [front[int(round(j))] for j in np.linspace(0, len(front) - 1, top_k - 1)] if top_k > 1 else []
     alternatives = [candidate(i) for i in dict.fromkeys(front)]
     ood, reasons, nearest = perf.novelty(meta, hw_dict)
-    beyond = perf.threads_reason(threads[best], hw_dict)
+    beyond = perf.threads_reason(intra_threads(_config_features(configs[best]), hw_dict), hw_dict)
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)

@@ -662,8 +662,8 @@ class PerformanceModel:
         reasons.extend(self._hardware_reasons(hardware))
         return bool(reasons), reasons, nearest
 
-    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any], hardware: dict[str, Any],
-              threads: Sequence[int] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
+    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any],
+              hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
         """``pred``'s intervals widened for how far ``meta`` / ``hardware`` lie from the
         knowledge base, with a note per widening (none when both are like what was measured).
 
@@ -675,10 +675,8 @@ class PerformanceModel:
         GPU can change throughput several-fold, and no measurement says in which direction)
         and the memory interval by :data:`HARDWARE_MEMORY_FACTOR` per reason (more cores run
         more threads, each with its buffers; a GPU machine's CUDA build of a framework maps
-        more libraries). Accuracy does not depend on the hardware. With ``threads`` (each
-        row's intra-op threads), a row whose threads lie beyond the measured
-        (:meth:`threads_reason`) gets its training-time interval widened by
-        :data:`HARDWARE_TIME_FACTOR` each way too.
+        more libraries). Accuracy does not depend on the hardware. (Thread counts beyond the
+        measured: :meth:`hedge_threads`.)
         """
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
@@ -701,34 +699,58 @@ class PerformanceModel:
             out["peak_rss_mb_high"] = out["peak_rss_mb_high"] * memory
             notes.append(f"training-time interval {factor:g}x wider each way and memory "
                          f"{memory:.3g}x: the hardware is unlike the measured")
-        if threads is not None:
-            flagged = {n for n in set(threads) if self.threads_reason(int(n), hardware)}
-            beyond = np.array([n in flagged for n in threads], dtype=bool)
-            if beyond.any():
-                out["train_time_s_low"][beyond] /= HARDWARE_TIME_FACTOR
-                out["train_time_s_high"][beyond] *= HARDWARE_TIME_FACTOR
-                notes.append(f"training-time interval {HARDWARE_TIME_FACTOR:g}x wider each way for "
-                             f"{int(beyond.sum())} configurations with more threads than this "
-                             "machine's runs used")
         return out, notes
 
-    def threads_reason(self, threads: int, hardware: dict[str, Any]) -> str | None:
-        """Why ``threads`` intra-op threads on ``hardware`` lie beyond the measured, or None.
-
-        The cost model has seen a machine's speed at the thread counts its runs used; more
-        threads than those can be faster or, on small work, slower (a 16-core Xeon ran a
-        16-thread digits LeNet 2.1x as long as predicted from its 1- and 2-thread calibration
-        runs; docs/recommendation.md). It counts the machine's own runs where it has some, else
-        all runs; a machine whose core count lies outside the measured is flagged for that
-        already (:meth:`novelty`), and not again per configuration.
-        """
+    def threads_top(self, hardware: dict[str, Any]) -> int | None:
+        """The most intra-op threads measured on ``hardware``'s machine (its own runs where it
+        has some, else any run), or None where its core count is flagged already."""
         self._check_fitted()
         measured = getattr(self, "threads_measured_", {})
         top = measured.get(machine_key(hardware), measured.get("*"))
-        if top is None or threads <= top or self._cores_outside(hardware):
+        return None if top is None or self._cores_outside(hardware) else int(top)
+
+    def threads_reason(self, threads: int, hardware: dict[str, Any]) -> str | None:
+        """Why ``threads`` intra-op threads on ``hardware`` lie beyond the measured, or None
+        (see :meth:`hedge_threads`)."""
+        top = self.threads_top(hardware)
+        if top is None or threads <= top:
             return None
         return (f"{threads} threads is beyond the {top} this machine's runs used at most: its "
-                f"training time is extrapolated (`dltune bench --threads {threads}` measures it)")
+                f"training time lies between the {top}-thread prediction and the cost model's "
+                f"extrapolation (`dltune bench --threads {threads}` measures it)")
+
+    def hedge_threads(self, pred: dict[str, np.ndarray], rows: Sequence[dict[str, Any]],
+                      hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """Training times of ``rows`` with more threads than ``hardware``'s machine was measured
+        at, hedged between what those threads can gain: nothing, or what the cost model says.
+
+        The cost model learns how time falls with threads from the thread counts the runs used
+        (1 and 2 for the knowledge base and ``dltune kb calibrate``) and extrapolates beyond.
+        On a 16-core Xeon (2026-12-04, digits LeNet, calibrated at 1 and 2 threads) it
+        predicted 4 / 8 / 16 threads 1.2 / 1.4 / 1.5x too fast; no gain beyond 2 threads
+        would have been 1.2 / 1.3 / 1.4x too slow. Such a row's point becomes the geometric
+        middle of the two predictions (the same configuration at the measured threads, and
+        the extrapolation) and its interval reaches both intervals' far ends. Its memory and
+        accuracy are left as predicted. Returns the new predictions and a note (none when no
+        row lies beyond).
+        """
+        top = self.threads_top(hardware)
+        threads = [intra_threads(r["config"], r["hardware"]) for r in rows]
+        beyond = np.array([top is not None and n is not None and n > top for n in threads], dtype=bool)
+        if not beyond.any():
+            return pred, []
+        at_top = self.predict([
+            dict(rows[i], hardware=dict(rows[i]["hardware"], usable_cores=hardware.get("usable_cores")),
+                 config=dict(rows[i]["config"], threads={"intra_op": top, "inter_op": 1, "blas": top,
+                                                         "cores": None}))
+            for i in np.flatnonzero(beyond)])
+        out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
+        ext = {k: out[f"train_time_s{k}"][beyond] for k in ("", "_low", "_high")}
+        out["train_time_s"][beyond] = np.sqrt(ext[""] * at_top["train_time_s"])
+        out["train_time_s_low"][beyond] = np.minimum(ext["_low"], at_top["train_time_s_low"])
+        out["train_time_s_high"][beyond] = np.maximum(ext["_high"], at_top["train_time_s_high"])
+        return out, [f"training time of {int(beyond.sum())} configurations with more than {top} "
+                     f"threads: between the {top}-thread prediction and the extrapolation"]
 
     def _cores_outside(self, hardware: dict[str, Any]) -> str | None:
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]
