@@ -100,3 +100,16 @@ def test_bad_input_is_one_line_exit_2(cli, args, message):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert message in lines[0]
+
+
+def test_gpu_memory_column_only_when_a_run_has_it():
+    from dltune.cli._bench import table_columns
+    from dltune.cli._common import format_table
+
+    cpu = {"framework": "torch", "status": "ok", "train_s": 0.5, "test_s": 0.01, "accuracy_pct": 97.5,
+           "cpu_pct": 100.0, "peak_mb": 651.0, "gpu_mb": None, "threads": "16/1"}
+    gpu = dict(cpu, train_s=0.25, peak_mb=1208.0, gpu_mb=108.4)
+    assert "GPU MB" not in format_table([cpu], table_columns([cpu]))
+    header, _, cpu_line, gpu_line = format_table([cpu, gpu], table_columns([cpu, gpu])).splitlines()
+    assert header.split()[header.split().index("GPU") - 2:][:4] == ["peak", "MB", "GPU", "MB"]
+    assert cpu_line.split()[7] == "-" and gpu_line.split()[7] == "108"

@@ -101,6 +101,15 @@ def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset: 
     return configs
 
 
+def table_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The table's columns; "GPU MB" (the framework allocator's peak on the device) after the
+    process's host memory when a run has it."""
+    columns = list(TABLE_COLUMNS)
+    if any(row.get("gpu_mb") is not None for row in rows):
+        columns.insert(columns.index(("peak_mb", "peak MB", ".0f")) + 1, ("gpu_mb", "GPU MB", ".0f"))
+    return columns
+
+
 def _threads_cell(record: Any) -> str:
     used = record.metrics.get("threads") or {}
     if not used:
@@ -135,11 +144,7 @@ def run(args: argparse.Namespace) -> int:
         row = record.summary_row()
         row["threads"] = _threads_cell(record)
         rows.append(row)
-    columns = list(TABLE_COLUMNS)
-    if any(row.get("gpu_mb") is not None for row in rows):
-        # Device memory the framework's allocator peaked at, beside the process's host memory.
-        columns.insert(columns.index(("peak_mb", "peak MB", ".0f")) + 1, ("gpu_mb", "GPU MB", ".0f"))
-    print(format_table(rows, columns))
+    print(format_table(rows, table_columns(rows)))
     for record in records:
         if not record.ok:
             print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)
