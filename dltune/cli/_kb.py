@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dltune._errors import ParameterError
 
@@ -55,6 +56,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
     validate.add_argument("--records", action="append", metavar="FILE",
                           help="records to validate on (default: the shipped KB); repeatable")
+    validate.add_argument("--calibrations", action="append", metavar="FILE",
+                          help="calibration records to score too (default, on the shipped KB: the "
+                               "cache's and the shipped calibrations); repeatable")
+    validate.add_argument("--no-calibrations", action="store_true",
+                          help="score the knowledge base only")
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.set_defaults(func=run_validate)
 
@@ -193,7 +199,13 @@ def run_validate(args: argparse.Namespace) -> int:
     from dltune.cli._common import print_json
     from dltune.kb import validate_kb
 
-    report = validate_kb(records=args.records)
+    if args.no_calibrations:
+        calibrations: Any = False
+    elif args.calibrations:
+        calibrations = args.calibrations
+    else:  # the calibrations made against the shipped knowledge base go with it
+        calibrations = args.records is None
+    report = validate_kb(records=args.records, calibrations=calibrations)
     if args.json:
         print_json(report.to_dict())
     else:

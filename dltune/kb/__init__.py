@@ -21,7 +21,7 @@ from dltune.kb._store import (
     shipped_provenance_path,
 )
 from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite, run_key
-from dltune.kb._validate import ValidationReport, validate_kb
+from dltune.kb._validate import ValidationReport, validate_calibrations, validate_kb
 
 __all__ = [
     "SUITES",
@@ -45,5 +45,6 @@ __all__ = [
     "shipped_calibration_paths",
     "shipped_kb_path",
     "shipped_provenance_path",
+    "validate_calibrations",
     "validate_kb",
 ]

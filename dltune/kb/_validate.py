@@ -14,7 +14,7 @@ import numpy as np
 from dltune._errors import ParameterError
 from dltune._validation import check_choice
 
-__all__ = ["ValidationReport", "validate_kb"]
+__all__ = ["ValidationReport", "validate_calibrations", "validate_kb"]
 
 BARS = {"train_time_mape": 0.15, "accuracy_spearman_min": 0.8, "regret_points_max": 2.0}
 
@@ -29,10 +29,12 @@ class ValidationReport:
     n_records: int
     seconds: float
     bars: dict[str, float] = field(default_factory=lambda: dict(BARS))
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"workloads": self.workloads, "overall": self.overall, "objective": self.objective,
-                "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars}
+                "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars,
+                "calibrations": self.calibrations}
 
     def table(self) -> str:
         from dltune.cli._common import format_table
@@ -69,7 +71,21 @@ class ValidationReport:
         if len(by_machine) > 1:
             verdicts.append("train-time MAPE by machine: " + ", ".join(
                 f"{m} {v:.1f}%" for m, v in sorted(by_machine.items())))
-        return text + "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
+        text += "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
+        if self.calibrations:
+            text += ("\n\nCalibrations, leave one calibration workload out: the held-out workload's "
+                     "calibration runs predicted from the knowledge base alone, and with the machine's "
+                     "other calibration runs\n")
+            text += format_table(self.calibrations, [
+                ("machine", "calibrated machine", ""), ("workload", "held-out workload", ""),
+                ("n", "runs", ""),
+                ("uncalibrated_mape_pct", "uncalibrated MAPE %", ".1f"),
+                ("uncalibrated_coverage_pct", "in interval %", ".0f"),
+                ("calibrated_mape_pct", "calibrated MAPE %", ".1f"),
+                ("calibrated_coverage_pct", "in interval %", ".0f"),
+                ("calibrated_median_ratio", "measured/predicted", ".2f"),
+            ])
+        return text
 
 
 def _count(rows: list[dict[str, Any]], key: str, at_least: float) -> int:
@@ -167,11 +183,98 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _load(items: Sequence[Any]) -> list[Any]:
+    from dltune.measure import load_records
+
+    out: list[Any] = []
+    for item in items:
+        out.extend(load_records(item) if isinstance(item, str) else [item])
+    return out
+
+
+def _time_scores(model: Any, held: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's measured over predicted training time (at the epochs it ran), and whether
+    the measured time lies in the interval, widened for its hardware as ``recommend`` widens."""
+    from dltune.surrogate import record_row
+    from dltune.surrogate._model import epochs_ran
+
+    ratio, inside = np.empty(len(held)), np.empty(len(held), dtype=bool)
+    for i, d in enumerate(held):
+        row = epochs_ran(d, record_row(d))
+        pred, _ = model.widen(model.predict([row]), row["meta"], row["hardware"])
+        t = d["metrics"]["train_time_s"]
+        ratio[i] = t / float(pred["train_time_s"][0])
+        inside[i] = float(pred["train_time_s_low"][0]) <= t <= float(pred["train_time_s_high"][0])
+    return ratio, inside
+
+
+def validate_calibrations(
+    records: Sequence[Any] | None = None,
+    calibrations: Sequence[Any] | None = None,
+    calibrate: bool = True,
+) -> list[dict[str, Any]]:
+    """How well a machine's calibration predicts a workload it did not run.
+
+    For each calibrated machine and each of its calibration workloads: that workload's
+    calibration runs predicted by the surrogates fitted on the knowledge base alone
+    (uncalibrated) and on the knowledge base plus the machine's calibration runs of its other
+    workloads (calibrated). A shipped calibration is scored as made on its own day
+    (``kb.shipped`` dropped): the question is what a calibration says, not how far another day
+    of the same kind of machine strays (``benchmarks/kb_speed_drift.py``).
+
+    Args:
+        records: the knowledge base (default: the shipped one).
+        calibrations: calibration records or files (default: the cache's and the shipped ones).
+    """
+    from dltune.hardware import cpu_identity
+    from dltune.kb._calibrate import calibration_records
+    from dltune.kb._store import load_shipped_records
+    from dltune.surrogate import PerformanceModel, usable_records
+    from dltune.surrogate._model import display_name, machine_key, workload_label
+
+    kb = usable_records(load_shipped_records() if records is None else _load(records))
+    runs = usable_records(calibration_records() if calibrations is None else _load(calibrations))
+    runs = [dict(d, kb={k: v for k, v in (d.get("kb") or {}).items() if k != "shipped"}) for d in runs]
+    machines: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for d in runs:
+        machines.setdefault(machine_key(d.get("hardware") or {}), {}).setdefault(
+            workload_label(d), []).append(d)
+    rows: list[dict[str, Any]] = []
+    base = None
+    for machine, workloads in sorted(machines.items()):
+        if len(workloads) < 2:
+            continue
+        for label, held in sorted(workloads.items()):
+            if base is None:
+                base = PerformanceModel(calibrate=calibrate).fit(kb)
+            others = [d for other, ds in workloads.items() if other != label for d in ds]
+            model = PerformanceModel(calibrate=calibrate).fit(kb + others)
+            plain, plain_in = _time_scores(base, held)
+            ratio, inside = _time_scores(model, held)
+            hardware = held[0].get("hardware") or {}
+            rows.append(_clean_row({
+                "machine": f"{cpu_identity(hardware)}, {hardware.get('logical_cores')} cores",
+                "machine_key": machine, "workload": display_name(held[0]["workload"]),
+                "n": len(held), "frameworks": sorted({d["config"]["framework"] for d in held}),
+                "uncalibrated_mape_pct": 100 * float(np.mean(np.abs(1 / plain - 1))),
+                "uncalibrated_coverage_pct": 100 * float(plain_in.mean()),
+                "calibrated_mape_pct": 100 * float(np.mean(np.abs(1 / ratio - 1))),
+                "calibrated_coverage_pct": 100 * float(inside.mean()),
+                "calibrated_median_ratio": float(np.median(ratio)),
+            }))
+    return rows
+
+
+def _clean_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: _clean(v) for k, v in row.items()}
+
+
 def validate_kb(
     records: Sequence[Any] | None = None,
     objective: str = "accuracy",
     min_records: int = 3,
     calibrate: bool = True,
+    calibrations: Sequence[Any] | bool = False,
 ) -> ValidationReport:
     """Leave-one-workload-out: for each workload, fit on the others and score on it.
 
@@ -187,22 +290,18 @@ def validate_kb(
     Args:
         records: records, dicts or record files (default: the shipped knowledge base).
         min_records: workloads with fewer successful records are not held out.
+        calibrations: also score calibrations (:func:`validate_calibrations`): True for the
+            cache's and the shipped ones, or calibration records / files.
     """
     from dltune.hardware import cpu_identity
     from dltune.kb._store import load_shipped_records
-    from dltune.measure import load_records
     from dltune.recommend._recommend import OBJECTIVES, pick
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._model import display_name, epochs_ran, workload_label
 
     check_choice("objective", objective, OBJECTIVES)
     started = time.monotonic()
-    if records is None:
-        loaded: list[Any] = load_shipped_records()
-    else:
-        loaded = []
-        for item in records:
-            loaded.extend(load_records(item) if isinstance(item, str) else [item])
+    loaded: list[Any] = load_shipped_records() if records is None else _load(records)
     data = usable_records(loaded)
     groups: dict[str, list[dict[str, Any]]] = {}
     for d in data:
@@ -280,4 +379,7 @@ def validate_kb(
     }
     rows = [{k: _clean(v) for k, v in r.items()} for r in rows]
     overall = {k: _clean(v) for k, v in overall.items()}
-    return ValidationReport(rows, overall, objective, len(data), time.monotonic() - started)
+    checked = [] if calibrations is False else validate_calibrations(
+        loaded, None if calibrations is True else calibrations, calibrate=calibrate)
+    return ValidationReport(rows, overall, objective, len(data), time.monotonic() - started,
+                            calibrations=checked)

@@ -42,8 +42,45 @@ def test_cli_validate_json(tiny_kb, cli):
     done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert set(data) >= {"workloads", "overall", "bars", "n_records"}
+    assert set(data) >= {"workloads", "overall", "bars", "n_records", "calibrations"}
     assert len(data["workloads"]) == 3
+    assert data["calibrations"] == []  # other records than the shipped ones: no calibrations
+
+
+def test_a_calibration_is_scored_on_the_workloads_it_did_not_run(tiny_kb, tmp_path, cli):
+    # Another machine, 3x slower, calibrated on the tiny knowledge base's three workloads: each
+    # held-out workload's runs are predicted 3x too fast from the knowledge base alone, and
+    # about right from the machine's runs of the other two.
+    from dltune.kb import validate_calibrations
+
+    other = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
+             "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    runs = [dict(d, id=f"cal-{i}", kb={"suite": "calibration", "shipped": True},
+                 hardware={**d["hardware"], **other, "usable_cores": d["hardware"]["usable_cores"]},
+                 metrics=dict(d["metrics"], train_time_s=3.0 * d["metrics"]["train_time_s"]))
+            for i, d in enumerate(records)]
+    rows = validate_calibrations(records, runs, calibrate=False)
+    assert len(rows) == 3 and all(r["machine"] == "Other CPU [avx2], 2 cores" for r in rows)
+    assert sorted(r["n"] for r in rows) == sorted(
+        sum(1 for d in records if d["workload"]["fingerprint"] == f) for f in
+        {d["workload"]["fingerprint"] for d in records})
+    for r in rows:
+        assert r["uncalibrated_mape_pct"] > 40  # 3x slower: predicted a third of the time
+        assert r["calibrated_mape_pct"] < r["uncalibrated_mape_pct"] / 2
+        assert 0.5 < r["calibrated_median_ratio"] < 2.0
+        # Uncalibrated, the CPU was never measured: its interval is widened 3x, and mostly holds.
+        assert r["uncalibrated_coverage_pct"] > 60
+    # One workload only: nothing to hold out.
+    one = [d for d in runs if d["workload"]["fingerprint"] == runs[0]["workload"]["fingerprint"]]
+    assert validate_calibrations(records, one, calibrate=False) == []
+    # The CLI scores them with --calibrations.
+    path = tmp_path / "calibration.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in runs))
+    done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--calibrations", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "Calibrations, leave one calibration workload out" in done.stdout
+    assert done.stdout.count("Other CPU [avx2], 2 cores") == 3
 
 
 def test_cli_build_plan_json(cli):
