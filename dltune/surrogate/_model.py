@@ -28,7 +28,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 17
+FORMAT_VERSION = 18
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -287,7 +287,8 @@ class PerformanceModel:
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
             self.train_time_, X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
-            take(frameworks, timed), take(models, timed), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False)
+            take(frameworks, timed), take(models, timed), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False,
+            transfer=self.coverage)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
         self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, now)
@@ -467,7 +468,8 @@ class PerformanceModel:
     def _fit_per_machine(cls, est, X: np.ndarray, y: np.ndarray, groups: list[str],
                          machines: list[str], frameworks: list[str], models: list[str | None],
                          others: set[str], min_framework: int,
-                         spread: bool = False, refit: bool = True) -> dict[str, dict[str, float]]:
+                         spread: bool = False, refit: bool = True,
+                         transfer: float | None = None) -> dict[str, dict[str, float]]:
         """Fit ``est`` and return the factors of the machines in ``others`` (log, per framework).
 
         The features say nothing about which machine ran a run, so records of another machine
@@ -493,7 +495,13 @@ class PerformanceModel:
         with a MAPE of 17.9 % instead of 16.7 %. Peak memory
         (new-process runs, one per framework and thread setting in a calibration): what its
         libraries and page cache add; with ``spread``, the largest deviation of that machine's
-        rows from their factor is kept (``"~"``, log) and widens its intervals each way.
+        rows from their factor is kept (``"~"``, log) and widens its intervals each way. With
+        ``transfer`` (a quantile, for training time): how far a machine's ratio on one workload
+        (per framework) lies from the factor its other workloads give, that quantile of it
+        (``"~"``, log; machines with runs of two or more workloads). A calibration runs three workloads, and
+        one workload's speed ratio strays from another's (on a 16-core Xeon 0.82-1.13 around
+        the others': ``dltune kb validate``'s calibration table), which a factor fitted on all
+        of them hides.
         """
         base = [i for i, m in enumerate(machines) if m not in others]
         if not others or len(base) < 4:
@@ -503,7 +511,7 @@ class PerformanceModel:
         # would have moved towards them and hide part of the factor.
         est.fit(X[base], y[base], [groups[i] for i in base])
         factors = cls._machine_factors(est, X, y, groups, machines, frameworks, models, others,
-                                       min_framework, spread)
+                                       min_framework, spread, transfer)
         if refit:
             est.fit(X, y / _factors(factors, machines, frameworks, models), groups)
         return factors
@@ -511,7 +519,8 @@ class PerformanceModel:
     @staticmethod
     def _machine_factors(est, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
                          frameworks: list[str], models: list[str | None], others: set[str],
-                         min_framework: int, spread: bool) -> dict[str, dict[str, float]]:
+                         min_framework: int, spread: bool,
+                         transfer: float | None = None) -> dict[str, dict[str, float]]:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.log(y) - np.log(est.predict(X))
         machines_a, frameworks_a, groups_a = np.array(machines), np.array(frameworks), np.array(groups)
@@ -541,6 +550,18 @@ class PerformanceModel:
                 own = np.array([machine_factor(entry, str(fw), model)
                                 for fw, model in zip(frameworks_a[on], models_a[on], strict=True)])
                 entry["~"] = float(np.abs(log_ratio[on] - own).max())
+            workloads = sorted(set(groups_a[on]))
+            if transfer is not None and len(workloads) >= 2:
+                # Each workload's ratio (per framework: its runs' median; their scatter around
+                # it is the reference model's, in its interval already) against the factor of
+                # the machine's other workloads.
+                strays = []
+                for g in workloads:
+                    rest = _median_factors(log_ratio, on & (groups_a != g), frameworks_a, min_framework)
+                    for fw in sorted(set(frameworks_a[on & (groups_a == g)])):
+                        held = on & (groups_a == g) & (frameworks_a == fw)
+                        strays.append(abs(float(np.median(log_ratio[held])) - machine_factor(rest, str(fw), None)))
+                entry["~"] = float(np.quantile(strays, transfer))
             out[m] = entry
         return out
 
@@ -630,6 +651,13 @@ class PerformanceModel:
             models = [r["meta"].get("model") for r in rows]
             self._machine_times(X, machines, frameworks, models, out["train_time_s"],
                                 out["train_time_s_low"], out["train_time_s_high"])
+            # A machine whose times are the reference's times a factor: how far one workload's
+            # ratio strays from its other workloads' (not where it has a time model of its own).
+            stray = np.exp([self.machine_speed_[m].get("~", 0.0) if m in self.machine_speed_
+                            and fw not in (self.machine_time_info_.get(m) or {}).get("frameworks", ())
+                            else 0.0 for m, fw in zip(machines, frameworks, strict=True)])
+            out["train_time_s_low"] = out["train_time_s_low"] / stray
+            out["train_time_s_high"] = out["train_time_s_high"] * stray
             # Memory: what the machine's own runs scatter around their factor. Time on a
             # calibrated knowledge-base machine: how fast it runs now, and its runs' scatter
             # (for a shipped calibration, the way to the other speed too).
