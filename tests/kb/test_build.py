@@ -226,8 +226,25 @@ def test_cli_build_and_calibrate_wait_for_a_quiet_machine_by_default(monkeypatch
 
 
 class _Result:
+    measured = failed = done_before = 0
+    planned, stopped_by, folder, machines = 15, "complete", "/tmp/calibration-x", 1
+
     def to_dict(self):
         return {"measured": 0}
+
+
+def test_calibrate_on_more_than_two_cores_says_more_threads_are_not_measured(monkeypatch, capsys):
+    import dltune.config
+    import dltune.kb
+    from dltune.cli import main
+
+    monkeypatch.setattr(dltune.kb, "calibrate_machine", lambda *a, **kw: _Result())
+    for cores, said in ((16, True), (2, False)):
+        monkeypatch.setattr(dltune.config, "usable_cores", lambda n=cores: n)
+        assert main(["kb", "calibrate", "--frameworks", "numpy", "--quiet-wait", "0"]) == 0
+        out = capsys.readouterr().out
+        assert "recommend now includes these runs" in out
+        assert ("they ran 1 and 2 threads: times at more threads (up to 16 here)" in out) == said
 
 
 def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monkeypatch):
