@@ -152,10 +152,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
               "machine's speed from them")
         from dltune.config import usable_cores
 
-        if usable_cores() > 2:
-            print(f"they ran 1 and 2 threads: times at more threads (up to {usable_cores()} here) "
+        cores = usable_cores()
+        if cores > 2:
+            print(f"they ran 1 and 2 threads: times at more threads (up to {cores} here) "
                   "lie between no gain and the cost model's extrapolation, and recommend says so "
-                  f"(`dltune bench --threads {usable_cores()}` measures one)")
+                  f"(`dltune bench --threads {cores}` measures one)")
     return 0
 
 

@@ -377,8 +377,8 @@ def validate_kb(
         "picked_time_ratio": float(np.median([r["picked_time_ratio"] for r in rows])) if rows else None,
         **_overall_noise(rows),
     }
-    rows = [{k: _clean(v) for k, v in r.items()} for r in rows]
-    overall = {k: _clean(v) for k, v in overall.items()}
+    rows = [_clean_row(r) for r in rows]
+    overall = _clean_row(overall)
     checked = [] if calibrations is False else validate_calibrations(
         loaded, None if calibrations is True else calibrations, calibrate=calibrate)
     return ValidationReport(rows, overall, objective, len(data), time.monotonic() - started,

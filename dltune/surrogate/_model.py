@@ -19,6 +19,7 @@ from dltune.surrogate._features import (
     HARDWARE_FEATURES,
     WORKLOAD_FEATURES,
     FeatureEncoder,
+    _threads,
     hardware_vector,
     ran_in_new_process,
     record_row,
@@ -108,12 +109,10 @@ def display_name(workload: dict[str, Any]) -> str:
 
 
 def intra_threads(config: dict[str, Any], hardware: dict[str, Any]) -> int | None:
-    """A run's intra-op threads: as configured, else its pinned cores, else the usable cores."""
-    threads = config.get("threads") or {}
-    for value in (threads.get("intra_op"), threads.get("cores"), hardware.get("usable_cores")):
-        if value is not None:
-            return int(value)
-    return None
+    """A run's intra-op threads as the features read them (as configured, else its pinned
+    cores, else the usable cores); None when none is known."""
+    intra, _ = _threads(config, hardware)
+    return int(intra) if math.isfinite(intra) else None
 
 
 def machine_key(hardware: dict[str, Any]) -> str:
@@ -443,12 +442,19 @@ class PerformanceModel:
     def _machine_times(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],
                        models: Sequence[str | None], *times: np.ndarray) -> None:
         """Turn the main model's training times of these rows (the point, and the interval's
-        ends when given) into their machines', in place: scaled by each machine's factor, or
-        its own model's where it has one."""
+        ends when given) into their machines', in place: scaled by each machine's factor (the
+        ends also widened by how far one of its workloads' ratio strays from the others', its
+        ``"~"``), or its own model's where it has one."""
         if self.machine_speed_:
             factor = _factors(self.machine_speed_, machines, frameworks, models)
             for t in times:
                 t *= factor
+            if len(times) == 3:
+                stray = np.exp([self.machine_speed_[m].get("~", 0.0) if m in self.machine_speed_ else 0.0
+                                for m in machines])
+                low, high = times[1], times[2]
+                low /= stray
+                high *= stray
         for m, est in self.machine_time_.items():  # machines with a time model of their own
             covered = self.machine_time_info_[m]["frameworks"]
             own = np.array([mm == m and f in covered for mm, f in zip(machines, frameworks, strict=True)])
@@ -550,8 +556,8 @@ class PerformanceModel:
                 own = np.array([machine_factor(entry, str(fw), model)
                                 for fw, model in zip(frameworks_a[on], models_a[on], strict=True)])
                 entry["~"] = float(np.abs(log_ratio[on] - own).max())
-            workloads = sorted(set(groups_a[on]))
-            if transfer is not None and len(workloads) >= 2:
+            workloads = sorted(set(groups_a[on])) if transfer is not None else []
+            if len(workloads) >= 2:
                 # Each workload's ratio (per framework: its runs' median; their scatter around
                 # it is the reference model's, in its interval already) against the factor of
                 # the machine's other workloads.
@@ -651,13 +657,6 @@ class PerformanceModel:
             models = [r["meta"].get("model") for r in rows]
             self._machine_times(X, machines, frameworks, models, out["train_time_s"],
                                 out["train_time_s_low"], out["train_time_s_high"])
-            # A machine whose times are the reference's times a factor: how far one workload's
-            # ratio strays from its other workloads' (not where it has a time model of its own).
-            stray = np.exp([self.machine_speed_[m].get("~", 0.0) if m in self.machine_speed_
-                            and fw not in (self.machine_time_info_.get(m) or {}).get("frameworks", ())
-                            else 0.0 for m, fw in zip(machines, frameworks, strict=True)])
-            out["train_time_s_low"] = out["train_time_s_low"] / stray
-            out["train_time_s_high"] = out["train_time_s_high"] * stray
             # Memory: what the machine's own runs scatter around their factor. Time on a
             # calibrated knowledge-base machine: how fast it runs now, and its runs' scatter
             # (for a shipped calibration, the way to the other speed too).
@@ -733,8 +732,7 @@ class PerformanceModel:
         """The most intra-op threads measured on ``hardware``'s machine (its own runs where it
         has some, else any run), or None where its core count is flagged already."""
         self._check_fitted()
-        measured = getattr(self, "threads_measured_", {})
-        top = measured.get(machine_key(hardware), measured.get("*"))
+        top = self.threads_measured_.get(machine_key(hardware), self.threads_measured_.get("*"))
         return None if top is None or self._cores_outside(hardware) else int(top)
 
     def threads_reason(self, threads: int, hardware: dict[str, Any]) -> str | None:
