@@ -57,8 +57,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     validate.add_argument("--records", action="append", metavar="FILE",
                           help="records to validate on (default: the shipped KB); repeatable")
     validate.add_argument("--calibrations", action="append", metavar="FILE",
-                          help="calibration records to score too (default, on the shipped KB: the "
-                               "cache's and the shipped calibrations); repeatable")
+                          help="calibration records to score too (on the shipped KB, beside the "
+                               "cache's and the shipped calibrations, scored by default); repeatable")
     validate.add_argument("--no-calibrations", action="store_true",
                           help="score the knowledge base only")
     validate.add_argument("--json", action="store_true", help="print JSON")
@@ -206,12 +206,14 @@ def run_validate(args: argparse.Namespace) -> int:
     from dltune.cli._common import print_json
     from dltune.kb import validate_kb
 
+    calibrations: Any = list(args.calibrations or [])
     if args.no_calibrations:
-        calibrations: Any = False
-    elif args.calibrations:
-        calibrations = args.calibrations
-    else:  # the calibrations made against the shipped knowledge base go with it
-        calibrations = args.records is None
+        calibrations = False
+    elif args.records is None:  # the calibrations made against the shipped knowledge base go with it
+        from dltune.kb._calibrate import calibration_records
+
+        calibrations = [*calibration_records(), *calibrations]
+    calibrations = calibrations or False
     report = validate_kb(records=args.records, calibrations=calibrations)
     if args.json:
         print_json(report.to_dict())
