@@ -13,6 +13,11 @@ lands in ``compile_time_s``, not in the first epoch. Each variant runs in a fres
 'warm' is the backend as shipped, 'cold' the same with ``compile`` a no-op. The table gives the
 first epoch's time against the mean of the later ones.
 
+Part 3: three steps of SGD, momentum and Adam on LeNet (12x12, dropout off) from the same
+weights on the CPU and on the GPU, as shipped (full float32) and with PyTorch's default
+TensorFloat-32: the largest difference in any weight tensor as a share of that tensor's largest
+step, and the norm of all differences against the norm of all steps.
+
     python benchmarks/gpu_torch.py [--json FILE]
 
 Needs a CUDA build of PyTorch and an NVIDIA GPU; says so and exits 2 without them.
@@ -55,6 +60,46 @@ m = run_training(cls, w.model, config, (d.x_train, d.y_train, d.x_test, d.y_test
 print(json.dumps({"compile_s": m["compile_time_s"],
                   "epochs_s": [c["train_time_s"] for c in m["curves"]],
                   "accuracy": m["test_accuracy"]}))
+"""
+
+
+STEPS = r"""
+import json, sys
+import numpy as np
+import torch
+from dltune.backends import load_trainer_class
+from dltune.backends._base import run_steps
+from dltune.models import ModelSpec, build_model
+
+cls = load_trainer_class("torch")
+if sys.argv[1] == "tf32":  # PyTorch's defaults: TensorFloat-32 convolutions (and matmuls here)
+    build = cls.build
+    def tf32_build(self, params):
+        build(self, params)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    cls.build = tf32_build
+lenet = build_model("lenet", (1, 12, 12), 4).to_dict()
+spec = ModelSpec.from_dict({**lenet, "layers": [
+    dict(layer, rate=0.0) if layer["kind"] == "dropout" else layer for layer in lenet["layers"]]})
+rng = np.random.default_rng(0)
+x = rng.normal(size=(96, 1, 12, 12)).astype(np.float32)
+y = rng.integers(0, 4, 96).astype(np.int64)
+order = rng.permutation(96)
+batches = [order[i * 32:(i + 1) * 32] for i in range(3)]
+out = {}
+for optimizer, lrs in (("sgd", [0.1, 0.1, 0.05]), ("momentum", [0.05, 0.05, 0.02]),
+                       ("adam", [1e-3, 1e-3, 5e-4])):
+    config = dict(optimizer=optimizer, learning_rate=lrs[0], momentum=0.9, weight_decay=1e-3,
+                  seed=5, batch_size=32)
+    init = spec.init_params(5)
+    cpu, gpu = (run_steps(cls, spec, dict(config, device=d), (x, y, x, y), batches, np.float32(lrs))
+                for d in ("cpu", "cuda"))
+    largest = max(float(np.abs(g - c).max() / np.abs(c - p0).max())
+                  for c, g, p0 in zip(cpu["params"], gpu["params"], init))
+    moved = np.concatenate([(c - p0).ravel() for c, p0 in zip(cpu["params"], init)])
+    apart = np.concatenate([(g - c).ravel() for c, g in zip(cpu["params"], gpu["params"])])
+    out[optimizer] = {"largest": largest, "norm": float(np.linalg.norm(apart) / np.linalg.norm(moved))}
+print(json.dumps(out))
 """
 
 
@@ -116,6 +161,22 @@ def main() -> None:
         first, later = r["epochs_s"][0], sum(r["epochs_s"][1:]) / (len(r["epochs_s"]) - 1)
         print(f"{variant} | {r['compile_s']:.3f} | {first:.3f} | {later:.4f} | {first / later:.1f}x")
         out["first_epoch"].setdefault(variant, []).append(r)
+    print("\nCPU against GPU after three steps (LeNet 12x12): largest tensor difference / norm, "
+          "as a share of the step")
+    print("optimizer | full float32 (shipped) | TensorFloat-32 (PyTorch's default)")
+    steps = {}
+    for mode in ("float32", "tf32"):
+        proc = subprocess.run([sys.executable, "-c", STEPS, mode], env=env, capture_output=True,
+                              text=True, timeout=600)
+        steps[mode] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+        if steps[mode] is None:
+            print(f"{mode} | failed: {proc.stderr[-500:]}")
+    if all(steps.values()):
+        for optimizer in steps["float32"]:
+            a, b = steps["float32"][optimizer], steps["tf32"][optimizer]
+            print(f"{optimizer} | {100 * a['largest']:.2f} % / {100 * a['norm']:.3f} % | "
+                  f"{100 * b['largest']:.1f} % / {100 * b['norm']:.2f} %")
+    out["cpu_against_gpu"] = steps
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
