@@ -90,7 +90,8 @@ def test_alien_hardware_is_flagged_not_confident(kb, workload):
     assert rec.interval_notes and rec.interval_notes[0] in str(rec)
     low, high = rec.predicted["train_time_s"][1:]
     assert high / low >= 9.0 ** len(rec.ood_reasons)
-    assert rec.config.threads.intra_op in (1, 72)
+    # The candidates' thread counts on 72 cores: 1, 2 (the most measured) and all of them.
+    assert rec.config.threads.intra_op in (1, 2, 72)
     # Thread counts far beyond the measured ones must not blow the time model up.
     local = recommend(workload, knowledge_base=kb, storage=None)
     times = [rec.predicted["train_time_s"][0]] + [c.train_time_s[0] for c in rec.alternatives]
