@@ -20,6 +20,23 @@ def _dltune_cache(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session")
+def tiny_kb():
+    """The ``tiny`` suite measured for real with the numpy backend (resumable: built once per
+    cache), shared by the knowledge-base, surrogate and recommend tests.
+
+    Each run first waits (up to 60 s) for the rest of the machine to fall quiet, as
+    ``dltune kb build`` does by default. On this 2-vCPU VM a busy neighbouring process made
+    2-thread runs of 14 ms take up to 1 s (2026-12-04), and the tests that read these records
+    would then test that neighbour rather than dltune."""
+    from dltune._paths import cache_dir
+    from dltune.kb import build_kb
+
+    folder = cache_dir() / "test-kb" / "tiny-numpy"
+    build_kb("tiny", out=folder, frameworks=["numpy"], configs_per_pair=6, repeats=1, quiet_wait_s=60.0)
+    return folder
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m dltune.cli ARGS`` in a fresh process; returns the completed process."""
     full_env = {**os.environ, **(env or {})}

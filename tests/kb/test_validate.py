@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -67,8 +68,12 @@ def test_a_calibration_is_scored_on_the_workloads_it_did_not_run(tiny_kb, tmp_pa
         {d["workload"]["fingerprint"] for d in records})
     for r in rows:
         assert r["uncalibrated_mape_pct"] > 40  # 3x slower: predicted a third of the time
-        assert r["calibrated_mape_pct"] < r["uncalibrated_mape_pct"] / 2
+        # Medians, not the MAPE's mean: a run a busy neighbour slowed 30x while the tiny
+        # knowledge base was measured is in the machine's runs too (3x it), and would weigh on
+        # both MAPEs alike.
+        assert 2.0 < r["uncalibrated_median_ratio"] < 4.5
         assert 0.5 < r["calibrated_median_ratio"] < 2.0
+        assert abs(math.log(r["calibrated_median_ratio"])) < abs(math.log(r["uncalibrated_median_ratio"])) / 2
         # Uncalibrated, the CPU was never measured: its interval is widened 3x, and mostly holds.
         assert r["uncalibrated_coverage_pct"] > 60
     # One workload only: nothing to hold out.
