@@ -142,7 +142,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     frameworks = _frameworks(args)
     if args.plan:
-        return _print_plan(args, plan_suite("calibration", frameworks, **CALIBRATION_PLAN))
+        from dltune.config import usable_cores
+
+        cores = usable_cores()
+        return _print_plan(args, plan_suite("calibration", frameworks, max_threads=min(2, cores),
+                                            all_cores=cores, **CALIBRATION_PLAN))
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
                                command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
@@ -154,9 +158,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
         cores = usable_cores()
         if cores > 2:
-            print(f"they ran 1 and 2 threads: times at more threads (up to {cores} here) "
-                  "lie between no gain and the cost model's extrapolation, and recommend says so "
-                  f"(`dltune bench --threads {cores}` measures one)")
+            print(f"they ran 1, 2 and {cores} threads: times at {cores} threads are scaled by "
+                  f"what {cores} threads gained here, and times between 2 and {cores} threads "
+                  "interpolated")
     return 0
 
 

@@ -223,6 +223,7 @@ def build_kb(
     command: str | None = None,
     pool=None,
     quiet_wait_s: float = 0.0,
+    all_cores: bool = False,
 ) -> BuildResult:
     """Measure ``suite`` into ``out`` (append-only ``records.jsonl`` + ``provenance.json``).
 
@@ -238,6 +239,8 @@ def build_kb(
             at most :data:`QUIET_CPU_PCT` % of one core (``dltune kb build`` waits up to 300 s;
             0: only record the reading). Other work stalls the thread barriers of a run with
             as many threads as cores, far beyond its own share.
+        all_cores: on a machine with more than 2 usable cores, also run each space-filling
+            configuration with every usable core (``plan_suite``'s ``all_cores``).
     """
     import psutil
 
@@ -266,7 +269,9 @@ def build_kb(
                 )
             interpreter_for(name)
     folder = Path(out) if out is not None else default_build_dir(suite)
-    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, usable_cores()), fresh=fresh)
+    cores = usable_cores()
+    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, cores), fresh=fresh,
+                      all_cores=cores if all_cores else None)
     budget_s = None if budget_hours is None else budget_hours * 3600.0
     command = command or " ".join(sys.argv)
     store = RecordStore(folder)
@@ -281,7 +286,7 @@ def build_kb(
             from dltune.runtime import WorkerPool
 
             # Warm workers for every framework x thread setting, so nothing is imported twice.
-            pool = WorkerPool(max_workers=2 * len(frameworks))
+            pool = WorkerPool(max_workers=len({(p.config.framework, p.config.threads) for p in plan}))
         bar = None
         if progress is True:
             from tqdm import tqdm

@@ -4,7 +4,8 @@ The shipped knowledge base was measured on one machine. On another, the surrogat
 times are off by whatever that machine's speed is (a 2-vCPU Intel Xeon VM ran the knowledge
 base's digits LeNet about 3x slower than the build machine) and ``recommend`` can only flag the
 hardware and widen the interval. Calibration measures a small suite here (the first
-configurations of three reference workloads, about 60 runs); the records are kept in
+configurations of three reference workloads, about 60 runs; on a machine with more than 2
+usable cores each space-filling configuration once more with all of them); the records are kept in
 ``<cache>/kb/calibration-<machine>/`` and every fitted model includes them, so the training-time
 surrogate learns this machine's speed factor per framework (``PerformanceModel.fit``) and the
 machine counts as measured. ``dltune kb export --calibration`` ships such a folder in the
@@ -47,10 +48,12 @@ def calibrate_machine(
     quiet_wait_s: float = 0.0,
 ) -> BuildResult:
     """Measure the calibration suite on this machine (resumable, like :func:`build_kb`, whose
-    ``quiet_wait_s`` it passes on)."""
+    ``quiet_wait_s`` it passes on). On a machine with more than 2 usable cores each
+    space-filling configuration also runs with all of them: the knowledge base measured 1 and
+    2 threads, and the surrogates learn from these what more threads gain here."""
     return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
                     budget_hours, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
-                    **CALIBRATION_PLAN)
+                    all_cores=True, **CALIBRATION_PLAN)
 
 
 def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:

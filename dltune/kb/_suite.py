@@ -201,13 +201,22 @@ def plan_suite(
     max_threads: int = 2,
     seed: int = 0,
     fresh: int = 3,
+    all_cores: int | None = None,
 ) -> list[PlannedRun]:
-    """Every run of ``suite`` in build order (see the module docstring)."""
+    """Every run of ``suite`` in build order (see the module docstring).
+
+    With ``all_cores`` above ``max_threads`` (``dltune kb calibrate`` on a machine with more
+    than 2 usable cores), each space-filling configuration runs once more with that many
+    threads (kind ``"all-cores"``, last): the knowledge base measured 1 and 2 threads, and
+    how much more threads gain on that machine is what the cost model cannot extrapolate.
+    """
     check_choice("suite", suite, sorted(SUITES))
     check_int("configs_per_pair", configs_per_pair, 1, 4096)
     check_int("repeats", repeats, 0, 64)
     check_int("fresh", fresh, 0, 64)
     check_int("max_threads", max_threads, 1, 4096)
+    if all_cores is not None:
+        check_int("all_cores", all_cores, 1, 4096)
     frameworks = list(frameworks or ["torch", "tensorflow"])
     workloads = SUITES[suite]
     per_pair: dict[tuple[int, str], list[tuple[TrainConfig, int, str]]] = {}
@@ -232,6 +241,9 @@ def plan_suite(
             for config, _, kind in runs[:fresh]:
                 if kind == "space-filling":
                     runs.append((config, 2, "fresh"))
+            if all_cores is not None and all_cores > max_threads:
+                runs.extend((config.replace(threads=_threads(all_cores)), 0, "all-cores")
+                            for config, _, kind in list(runs) if kind == "space-filling")
             per_pair[(w_index, framework)] = runs
     plan: list[PlannedRun] = []
     rounds = max(len(v) for v in per_pair.values())

@@ -242,7 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import intra_threads, machine_factor, machine_key
+    from dltune.surrogate._model import intra_threads, machine_factor, machine_key, thread_delta
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -305,7 +305,8 @@ def recommend(
         front = [front[int(round(j))] for j in np.linspace(0, len(front) - 1, top_k - 1)] if top_k > 1 else []
     alternatives = [candidate(i) for i in dict.fromkeys(front)]
     ood, reasons, nearest = perf.novelty(meta, hw_dict)
-    beyond = perf.threads_reason(intra_threads(_config_features(configs[best]), hw_dict), hw_dict)
+    threads = intra_threads(_config_features(configs[best]), hw_dict)
+    beyond = perf.threads_reason(threads, hw_dict)
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
@@ -317,10 +318,13 @@ def recommend(
                    f"{chosen.config.framework} runs ({own['records']} runs of {own['workloads']} "
                    f"workloads).")
     elif speed:
-        factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name))
+        factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name, threads))
+        delta = thread_delta(speed, chosen.config.framework, threads)
+        at = (f" at {threads} threads (what its runs with more threads than the knowledge base's "
+              f"gained: {math.exp(delta):.2g}x the extrapolation from fewer)") if delta else ""
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
-                   f"measured on, for {chosen.config.framework}.")
+                   f"measured on, for {chosen.config.framework}{at}.")
     now = perf.machine_now_.get(machine_key(hw_dict))
     if now:
         info = perf.machine_now_info_[machine_key(hw_dict)]

@@ -29,7 +29,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 18
+FORMAT_VERSION = 19
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -63,6 +63,10 @@ MIN_MACHINE_MODEL_RECORDS = 10
 # Workloads of one framework measured on such a machine before its training times there come
 # from a cost model of its own (PerformanceModel._fit_machine_time).
 MIN_MACHINE_WORKLOADS = 12
+# Runs of one framework at one thread count beyond the knowledge base's on such a machine before
+# that count gets a factor of its own (``dltune kb calibrate`` on more than 2 cores runs 12 per
+# framework with all of them; see machine_factor).
+MIN_MACHINE_THREADS_RECORDS = 3
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 
 
@@ -135,17 +139,64 @@ def reference_machine(machines: Iterable[str]) -> str:
     return max(counts, key=lambda m: counts[m])
 
 
-def machine_factor(entry: dict[str, float], framework: str, model: str | None) -> float:
+def machine_factor(entry: dict[str, float], framework: str, model: str | None,
+                   threads: int | None = None) -> float:
     """A machine's log factor for one framework and model: the pair's own, else the framework's,
-    else the machine's over every framework (see ``PerformanceModel._fit_per_machine``)."""
-    return entry.get(f"{framework}/{model}", entry.get(framework, entry["*"]))
+    else the machine's over every framework (see ``PerformanceModel._fit_per_machine``); at
+    ``threads`` intra-op threads beyond the most the reference machine's runs used, plus what
+    that many threads gain there against the cost model's extrapolation (:func:`thread_delta`)."""
+    return entry.get(f"{framework}/{model}", entry.get(framework, entry["*"])) + thread_delta(
+        entry, framework, threads)
+
+
+def thread_delta(entry: dict[str, float], framework: str, threads: int | None) -> float:
+    """How much longer (log) a run at ``threads`` intra-op threads takes on a machine than its
+    factor says, where its runs used more threads than the reference machine's (``"@"``: that
+    count). Measured per framework at a thread count (``"<framework>@<n>"``, else over all its
+    frameworks, ``"*@<n>"``), interpolated in log threads from 0 at ``"@"``, and beyond the
+    most threads measured that count's. 0 up to ``"@"`` threads, or without such runs."""
+    top = entry.get("@")
+    if threads is None or top is None or threads <= top:
+        return 0.0
+    for prefix in (f"{framework}@", "*@"):
+        points = sorted((int(k[len(prefix):]), v) for k, v in entry.items() if k.startswith(prefix))
+        if points:
+            return float(np.interp(math.log(threads), [math.log(top)] + [math.log(n) for n, _ in points],
+                                   [0.0] + [v for _, v in points]))
+    return 0.0
 
 
 def _factors(factors: dict[str, dict[str, float]], machines: Sequence[str],
-             frameworks: Sequence[str], models: Sequence[str | None]) -> np.ndarray:
-    """Per row, its machine's factor for its framework and model (1 for an uncalibrated machine)."""
-    return np.exp(np.array([machine_factor(factors[m], fw, model) if m in factors else 0.0
-                            for m, fw, model in zip(machines, frameworks, models, strict=True)]))
+             frameworks: Sequence[str], models: Sequence[str | None],
+             threads: Sequence[int | None] | None = None) -> np.ndarray:
+    """Per row, its machine's factor for its framework, model and intra-op threads (1 for an
+    uncalibrated machine)."""
+    threads = threads if threads is not None else [None] * len(machines)
+    return np.exp(np.array([machine_factor(factors[m], fw, model, n) if m in factors else 0.0
+                            for m, fw, model, n in zip(machines, frameworks, models, threads, strict=True)]))
+
+
+def _thread_deltas(log_ratio: np.ndarray, beyond: np.ndarray, entry: dict[str, float],
+                   frameworks: np.ndarray, models: np.ndarray, threads: np.ndarray,
+                   top: int) -> dict[str, float]:
+    """:func:`thread_delta`'s entries from a machine's rows ``beyond`` the reference machine's
+    ``top`` threads: per framework (and over all, ``"*@<n>"``) and thread count with
+    :data:`MIN_MACHINE_THREADS_RECORDS` rows, the median of their log ratio less the factor
+    ``entry`` gives them at ``top`` threads; with ``"@"`` = ``top`` when there are any."""
+    out: dict[str, float] = {}
+    if not beyond.any():
+        return out
+    less = np.array([machine_factor(entry, str(fw), str(model)) for fw, model
+                     in zip(frameworks, models, strict=True)])
+    for n in sorted(set(threads[beyond].tolist())):
+        at = beyond & (threads == n)
+        if at.sum() >= MIN_MACHINE_THREADS_RECORDS:
+            out[f"*@{n}"] = float(np.median(log_ratio[at] - less[at]))
+        for fw in sorted(set(frameworks[at])):
+            sel = at & (frameworks == fw)
+            if sel.sum() >= MIN_MACHINE_THREADS_RECORDS:
+                out[f"{fw}@{n}"] = float(np.median(log_ratio[sel] - less[sel]))
+    return out | {"@": float(top)} if out else out
 
 
 def _median_factors(log_ratio: np.ndarray, on: np.ndarray, frameworks: np.ndarray,
@@ -270,6 +321,7 @@ class PerformanceModel:
         machines = [machine_key(d.get("hardware") or {}) for d in data]
         frameworks = [d["config"]["framework"] for d in data]
         models = [row["meta"].get("model") for row in rows]
+        threads = [intra_threads(d["config"], d.get("hardware") or {}) for d in data]
         # A machine that measured knowledge-base runs and was calibrated too: its calibration
         # says how fast it runs now (a virtual machine's host can change), not more of the same.
         measured = Counter(m for m, c in zip(machines, calibration, strict=True) if not c)
@@ -286,11 +338,11 @@ class PerformanceModel:
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
             self.train_time_, X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
-            take(frameworks, timed), take(models, timed), others, MIN_MACHINE_FRAMEWORK_RECORDS, refit=False,
-            transfer=self.coverage)
+            take(frameworks, timed), take(models, timed), take(threads, timed), others,
+            MIN_MACHINE_FRAMEWORK_RECORDS, refit=False, transfer=self.coverage)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
-        self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, now)
+        self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, threads, now)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it.
         fresh = [i for i, row in enumerate(rows) if row["fresh"]]
@@ -298,8 +350,8 @@ class PerformanceModel:
         self.machine_memory_ = self._fit_per_machine(
             self.memory_, X[memory_rows], np.array([data[i]["metrics"]["peak_rss_mb"] for i in memory_rows]),
             [groups[i] for i in memory_rows], [machines[i] for i in memory_rows],
-            [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows], others, 2,
-            spread=True)
+            [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows],
+            [threads[i] for i in memory_rows], others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
@@ -339,7 +391,7 @@ class PerformanceModel:
 
     def _fit_machine_now(self, X: np.ndarray, y: np.ndarray, data: list[dict[str, Any]],
                          groups: list[str], machines: list[str], frameworks: list[str],
-                         models: list[str | None], now: list[int]) -> None:
+                         models: list[str | None], threads: list[int | None], now: list[int]) -> None:
         """Factors for the machines the knowledge base measured that were calibrated too
         (``machine_now_``, log, per framework as :meth:`_fit_per_machine`'s; what they rest on
         in ``machine_now_info_``): the median over their calibration runs (rows ``now``) of how
@@ -383,7 +435,7 @@ class PerformanceModel:
         rows = before + list(now)
         point = self.train_time_.predict(X[rows])
         self._machine_times(X[rows], [machines[i] for i in rows], [frameworks[i] for i in rows],
-                            [models[i] for i in rows], point)
+                            [models[i] for i in rows], [threads[i] for i in rows], point)
         with np.errstate(divide="ignore", invalid="ignore"):
             error = np.log(y[rows]) - np.log(point)
         error_before, error_now = error[:len(before)], error[len(before):]
@@ -410,6 +462,8 @@ class PerformanceModel:
             else:
                 log_ratio[k] = e - np.median(same.get((machines[i], groups[i], frameworks[i]), [0.0]))
         machines_a, frameworks_a = np.array([machines[i] for i in now]), np.array([frameworks[i] for i in now])
+        models_a = np.array([str(models[i]) for i in now])
+        threads_a = np.array([threads[i] or 0 for i in now])
         shipped = np.array([bool((data[i].get("kb") or {}).get("shipped")) for i in now])
         for m in sorted(calibrated):
             on = (machines_a == m) & np.isfinite(log_ratio)
@@ -417,6 +471,12 @@ class PerformanceModel:
             # shipped in the package, how fast another machine of its kind ran on another day.
             from_here = bool((on & ~shipped).any())
             on &= ~shipped if from_here else shipped
+            # Runs with more threads than its knowledge-base runs used: a factor of their own
+            # (from this machine's calibration only; a shipped one's are left out).
+            top = max((threads[i] or 0 for i in range(len(machines)) if machines[i] == m and i not in now_set),
+                      default=0)
+            beyond = on & (threads_a > top)
+            on &= ~beyond
             if not on.any():
                 continue
             entry = _median_factors(log_ratio, on, frameworks_a, MIN_MACHINE_FRAMEWORK_RECORDS)
@@ -424,6 +484,8 @@ class PerformanceModel:
             # them): one factor per framework does not fit every workload and configuration.
             own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
             entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
+            if from_here:
+                entry |= _thread_deltas(log_ratio, beyond, entry, frameworks_a, models_a, threads_a, top)
             dates = [str(data[now[k]].get("started_at") or "") for k in np.flatnonzero(on)]
             info = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None, "here": from_here}
             if not from_here:
@@ -440,13 +502,14 @@ class PerformanceModel:
             self.machine_now_info_[m] = info
 
     def _machine_times(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],
-                       models: Sequence[str | None], *times: np.ndarray) -> None:
+                       models: Sequence[str | None], threads: Sequence[int | None],
+                       *times: np.ndarray) -> None:
         """Turn the main model's training times of these rows (the point, and the interval's
         ends when given) into their machines', in place: scaled by each machine's factor (the
         ends also widened by how far one of its workloads' ratio strays from the others', its
         ``"~"``), or its own model's where it has one."""
         if self.machine_speed_:
-            factor = _factors(self.machine_speed_, machines, frameworks, models)
+            factor = _factors(self.machine_speed_, machines, frameworks, models, threads)
             for t in times:
                 t *= factor
             if len(times) == 3:
@@ -473,7 +536,7 @@ class PerformanceModel:
     @classmethod
     def _fit_per_machine(cls, est, X: np.ndarray, y: np.ndarray, groups: list[str],
                          machines: list[str], frameworks: list[str], models: list[str | None],
-                         others: set[str], min_framework: int,
+                         threads: list[int | None], others: set[str], min_framework: int,
                          spread: bool = False, refit: bool = True,
                          transfer: float | None = None) -> dict[str, dict[str, float]]:
         """Fit ``est`` and return the factors of the machines in ``others`` (log, per framework).
@@ -516,25 +579,29 @@ class PerformanceModel:
         # Measured against a fit on the other machines alone: a fit that saw this machine's rows
         # would have moved towards them and hide part of the factor.
         est.fit(X[base], y[base], [groups[i] for i in base])
-        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, models, others,
+        factors = cls._machine_factors(est, X, y, groups, machines, frameworks, models, threads, others,
                                        min_framework, spread, transfer)
         if refit:
-            est.fit(X, y / _factors(factors, machines, frameworks, models), groups)
+            est.fit(X, y / _factors(factors, machines, frameworks, models, threads), groups)
         return factors
 
     @staticmethod
     def _machine_factors(est, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
-                         frameworks: list[str], models: list[str | None], others: set[str],
-                         min_framework: int, spread: bool,
+                         frameworks: list[str], models: list[str | None], threads: list[int | None],
+                         others: set[str], min_framework: int, spread: bool,
                          transfer: float | None = None) -> dict[str, dict[str, float]]:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.log(y) - np.log(est.predict(X))
         machines_a, frameworks_a, groups_a = np.array(machines), np.array(frameworks), np.array(groups)
         models_a = np.array([str(m) for m in models])
+        threads_a = np.array([n if n is not None else 0 for n in threads])
         # Less the model's own error on the same workload and framework on the other machines
         # (the knowledge base's): a calibration run of a workload the model under-predicts
         # everywhere says nothing about the machine.
         base = ~np.isin(machines_a, sorted(others)) & np.isfinite(log_ratio)
+        # The most threads the reference machine's runs used: what the cost model extrapolates
+        # beyond. A machine's runs with more get a factor of their own (_thread_deltas).
+        top = int(threads_a[base].max()) if base.any() else 0
         for g, fw in {(g, f) for g, f, m in zip(groups, frameworks, machines, strict=True) if m in others}:
             sel = base & (groups_a == g) & (frameworks_a == fw)
             if sel.any():
@@ -545,6 +612,11 @@ class PerformanceModel:
             on = (machines_a == m) & np.isfinite(log_ratio)
             if not on.any():
                 continue
+            beyond = on & (threads_a > top)
+            if (on & ~beyond).any():
+                on = on & ~beyond
+            else:  # only runs beyond: one factor, as before there were thread factors
+                beyond = np.zeros_like(on)
             entry = _median_factors(log_ratio, on, frameworks_a, min_framework)
             for fw in sorted(set(frameworks_a[on])):
                 sel = on & (frameworks_a == fw)
@@ -568,6 +640,7 @@ class PerformanceModel:
                         held = on & (groups_a == g) & (frameworks_a == fw)
                         strays.append(abs(float(np.median(log_ratio[held])) - machine_factor(rest, str(fw), None)))
                 entry["~"] = float(np.quantile(strays, transfer))
+            entry |= _thread_deltas(log_ratio, beyond, entry, frameworks_a, models_a, threads_a, top)
             out[m] = entry
         return out
 
@@ -655,14 +728,15 @@ class PerformanceModel:
             machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
             models = [r["meta"].get("model") for r in rows]
-            self._machine_times(X, machines, frameworks, models, out["train_time_s"],
+            threads = [intra_threads(r["config"], r["hardware"]) for r in rows]
+            self._machine_times(X, machines, frameworks, models, threads, out["train_time_s"],
                                 out["train_time_s_low"], out["train_time_s_high"])
             # Memory: what the machine's own runs scatter around their factor. Time on a
             # calibrated knowledge-base machine: how fast it runs now, and its runs' scatter
             # (for a shipped calibration, the way to the other speed too).
             for metric, factors in (("peak_rss_mb", self.machine_memory_), ("train_time_s", self.machine_now_)):
                 if factors:
-                    factor = _factors(factors, machines, frameworks, models)
+                    factor = _factors(factors, machines, frameworks, models, threads)
                     widen = np.exp([factors[m].get(f"~{fw}", factors[m].get("~", 0.0)) if m in factors else 0.0
                                     for m, fw in zip(machines, frameworks, strict=True)])
                     out[metric] = out[metric] * factor
@@ -751,7 +825,9 @@ class PerformanceModel:
         at, hedged between what those threads can gain: nothing, or what the cost model says.
 
         The cost model learns how time falls with threads from the thread counts the runs used
-        (1 and 2 for the knowledge base and ``dltune kb calibrate``) and extrapolates beyond.
+        (1 and 2 for the knowledge base and ``dltune kb calibrate`` on 2 cores) and extrapolates
+        beyond. (A machine calibrated on more cores ran all of them too: its times there are
+        scaled by what they gained, :func:`thread_delta`, and not hedged.)
         On a 16-core Xeon (2026-12-04, digits LeNet, calibrated at 1 and 2 threads) it
         predicted 4 / 8 / 16 threads 1.2 / 1.4 / 1.5x too fast; no gain beyond 2 threads
         would have been 1.2 / 1.3 / 1.4x too slow. Such a row's point becomes the geometric

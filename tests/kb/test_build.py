@@ -233,9 +233,10 @@ class _Result:
         return {"measured": 0}
 
 
-def test_calibrate_on_more_than_two_cores_says_more_threads_are_not_measured(monkeypatch, capsys):
+def test_calibrate_on_more_than_two_cores_runs_all_cores_too_and_says_so(monkeypatch, capsys):
     import dltune.config
     import dltune.kb
+    import dltune.kb._calibrate
     from dltune.cli import main
 
     monkeypatch.setattr(dltune.kb, "calibrate_machine", lambda *a, **kw: _Result())
@@ -244,7 +245,17 @@ def test_calibrate_on_more_than_two_cores_says_more_threads_are_not_measured(mon
         assert main(["kb", "calibrate", "--frameworks", "numpy", "--quiet-wait", "0"]) == 0
         out = capsys.readouterr().out
         assert "recommend now includes these runs" in out
-        assert ("they ran 1 and 2 threads: times at more threads (up to 16 here)" in out) == said
+        assert ("they ran 1, 2 and 16 threads: times at 16 threads are scaled by what 16 threads "
+                "gained here" in out) == said
+        # --plan lists the all-cores runs where there are more than 2 cores.
+        assert main(["kb", "calibrate", "--frameworks", "numpy", "--plan", "--json"]) == 0
+        kinds = [r["kind"] for r in json.loads(capsys.readouterr().out)]
+        assert ("all-cores" in kinds) == said
+    # calibrate_machine asks build_kb for them (build_kb adds them on more than 2 cores).
+    seen = {}
+    monkeypatch.setattr(dltune.kb._calibrate, "build_kb", lambda *a, **kw: seen.update(kw))
+    dltune.kb._calibrate.calibrate_machine(["numpy"], out="unused")
+    assert seen["all_cores"] is True
 
 
 def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monkeypatch):

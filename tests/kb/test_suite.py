@@ -51,6 +51,27 @@ def test_plan_holds_presets_repeats_and_both_thread_targets():
     assert {p.config.optimizer for p in plan} == {"sgd", "momentum", "adam"}
 
 
+def test_a_calibration_on_more_cores_runs_each_configuration_with_all_of_them_too():
+    from dltune.kb._suite import CALIBRATION_PLAN
+
+    plain = plan_suite("calibration", ["torch", "tensorflow"], **CALIBRATION_PLAN)
+    assert plan_suite("calibration", ["torch", "tensorflow"], all_cores=2, **CALIBRATION_PLAN) == plain
+    wide = plan_suite("calibration", ["torch", "tensorflow"], all_cores=16, **CALIBRATION_PLAN)
+    extra = [p for p in wide if p.kind == "all-cores"]
+    # The same runs as before (same keys), then each space-filling one with 16 threads.
+    assert [p.key for p in wide if p.kind != "all-cores"] == [p.key for p in plain]
+    filling = [p for p in plain if p.kind == "space-filling"]
+    assert len(extra) == len(filling) == 3 * 2 * CALIBRATION_PLAN["configs_per_pair"]
+    def same(p):
+        return p.workload.name, repr({k: v for k, v in p.config.to_dict().items() if k != "threads"})
+
+    assert sorted(map(same, extra)) == sorted(map(same, filling))
+    assert {(p.config.threads.intra_op, p.config.threads.cores) for p in extra} == {(16, None)}
+    assert min(p.round for p in extra) > max(p.round for p in plain if p.kind != "all-cores") - 1
+    with pytest.raises(ParameterError, match="all_cores"):
+        plan_suite("calibration", ["torch"], all_cores=0)
+
+
 def test_adding_a_framework_keeps_the_keys_of_the_others():
     torch_only = {p.key for p in plan_suite("reference", ["torch"], 4, 1)}
     both = {p.key for p in plan_suite("reference", ["torch", "tensorflow"], 4, 1)}

@@ -140,11 +140,11 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
         big, usable_cores=1 if d["hardware"]["usable_cores"] == 1 else 16)))
         for i, d in enumerate(records)]
 
-    def only(n):
+    def only(n, records=runs):
         monkeypatch.setattr(_recommend, "_predictions", {})
         monkeypatch.setattr(_recommend, "candidate_configs", lambda *a, **k: [
             c for c in candidate_configs(*a, **k) if c.threads.intra_op == n])
-        return recommend(workload, hardware=big, records=runs, knowledge_base=kb, storage=None)
+        return recommend(workload, hardware=big, records=records, knowledge_base=kb, storage=None)
 
     at16, at2 = only(16), only(2)
     assert at16.out_of_distribution and not at2.out_of_distribution, at2.ood_reasons
@@ -156,6 +156,37 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
         f"training time of {at16.n_candidates} configurations with more than 2 threads: between "
         "the 2-thread prediction and the extrapolation"]
     assert at2.interval_notes == []
+    # Calibrated at all 16 cores too (as `dltune kb calibrate` runs on more than 2 cores): a
+    # pick of 16 threads is measured, not hedged, and its time is the extrapolation from 1-2
+    # threads scaled by what 16 threads gained there (every other configuration once more: the
+    # knowledge base's machine keeps the most runs). 16-thread runs that take twice as long
+    # make it exactly twice as long (the factor is their median, whatever the model's errors).
+    from dltune.config import ThreadConfig
+    from dltune.surrogate import fitted_model, record_row
+    from dltune.surrogate._model import machine_key
+
+    model = fitted_model(storage=None, kb_path=kb, records=runs)
+    wide = [dict(d, id=f"big16-{i}", config=dict(d["config"], threads=ThreadConfig.uniform(16).to_dict()),
+                 hardware=dict(d["hardware"], usable_cores=16)) for i, d in enumerate(runs[::2])]
+    extrapolated = model.predict([record_row(d) for d in wide])["train_time_s"]
+
+    def at(gain):
+        return [dict(d, metrics=dict(d["metrics"], train_time_s=float(t) * gain))
+                for d, t in zip(wide, extrapolated, strict=True)]
+
+    fast, slow = only(16, runs + at(0.6)), only(16, runs + at(1.2))
+    for rec in (fast, slow):
+        assert not rec.out_of_distribution, rec.ood_reasons
+        assert rec.interval_notes == []
+        assert "at 16 threads (what its runs with more threads than the knowledge base's gained: " in rec.reason, rec.reason
+    assert fast.config == slow.config
+    assert fast.predicted["train_time_s"][0] == pytest.approx(0.5 * slow.predicted["train_time_s"][0], rel=1e-9)
+    entry = fitted_model(storage=None, kb_path=kb, records=runs + at(0.6)).machine_speed_[machine_key(big)]
+    twice = fitted_model(storage=None, kb_path=kb, records=runs + at(1.2)).machine_speed_[machine_key(big)]
+    assert entry["@"] == twice["@"] == 2
+    assert twice["numpy@16"] - entry["numpy@16"] == pytest.approx(np.log(2.0), abs=1e-9)
+    # The 1-2-thread factor is the same either way.
+    assert entry["numpy"] == twice["numpy"]
 
 
 def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now(kb, workload, tiny_kb):

@@ -586,14 +586,49 @@ def test_the_stray_is_how_far_a_held_out_workloads_ratio_lies_from_the_others_fa
     groups, y = (list(c) for c in zip(*rows, strict=True))
     factors = PerformanceModel._machine_factors(
         _Ones(), np.zeros((len(y), 1)), np.array(y), groups, ["B"] * len(y), ["numpy"] * len(y),
-        ["mlp"] * len(y), {"B"}, 3, spread=False, transfer=0.8)["B"]
+        ["mlp"] * len(y), [None] * len(y), {"B"}, 3, spread=False, transfer=0.8)["B"]
     assert factors["numpy"] == pytest.approx(np.log(2.0))
     assert factors["~"] == pytest.approx(0.8 * np.log(1.5))
     # One workload: nothing to hold out, no stray.
     one = PerformanceModel._machine_factors(
         _Ones(), np.zeros((5, 1)), np.full(5, 2.0), ["w1"] * 5, ["B"] * 5, ["numpy"] * 5,
-        ["mlp"] * 5, {"B"}, 3, spread=False, transfer=0.8)["B"]
+        ["mlp"] * 5, [None] * 5, {"B"}, 3, spread=False, transfer=0.8)["B"]
     assert "~" not in one
+
+
+def test_runs_with_more_threads_than_the_reference_used_get_a_factor_of_their_own():
+    from dltune.surrogate._model import MIN_MACHINE_THREADS_RECORDS, machine_factor, thread_delta
+
+    # Reference machine "A" ran 1 and 2 threads, as predicted (1). Machine "B" (16 cores) ran
+    # the same at 2x, and at 16 threads 1.0x: half what the cost model extrapolates there, x2.
+    n = MIN_MACHINE_THREADS_RECORDS
+    rows = ([("A", "w1", 1, 1.0), ("A", "w1", 2, 1.0), ("A", "w2", 1, 1.0), ("A", "w2", 2, 1.0)] * 2
+            + [("B", "w1", 1, 2.0), ("B", "w1", 2, 2.0), ("B", "w2", 1, 2.0), ("B", "w2", 2, 2.0)] * 2
+            + [("B", "w1", 16, 1.0)] * n + [("B", "w2", 16, 1.0)] * n)
+    machines, groups, threads, y = (list(c) for c in zip(*rows, strict=True))
+    k = len(y)
+    factors = PerformanceModel._machine_factors(
+        _Ones(), np.zeros((k, 1)), np.array(y), groups, machines, ["numpy"] * k, ["mlp"] * k,
+        threads, {"B"}, 3, spread=False, transfer=0.8)["B"]
+    # The 16-thread runs do not move the machine's factor, nor its workloads' stray.
+    assert factors["numpy"] == factors["*"] == pytest.approx(np.log(2.0))
+    assert factors["~"] == pytest.approx(0.0)
+    assert factors["@"] == 2 and factors["numpy@16"] == factors["*@16"] == pytest.approx(np.log(0.5))
+    assert machine_factor(factors, "numpy", "mlp", 16) == pytest.approx(0.0)
+    assert machine_factor(factors, "numpy", "mlp", 2) == machine_factor(factors, "numpy", "mlp", 1) == factors["numpy"]
+    assert machine_factor(factors, "numpy", "mlp") == factors["numpy"]
+    # Between 2 and 16 threads: interpolated in log threads; beyond 16: 16's.
+    assert thread_delta(factors, "numpy", 4) == pytest.approx(np.log(0.5) / 3)
+    assert thread_delta(factors, "numpy", 64) == pytest.approx(np.log(0.5))
+    # A framework without such runs of its own: the machine's over all its frameworks.
+    assert thread_delta(factors, "torch", 16) == pytest.approx(np.log(0.5))
+    # Too few runs at a thread count: no factor for it, the machine's factor alone.
+    few = PerformanceModel._machine_factors(
+        _Ones(), np.zeros((k - 2 * n + 1, 1)), np.array(y[:k - 2 * n + 1]), groups[:k - 2 * n + 1],
+        machines[:k - 2 * n + 1], ["numpy"] * (k - 2 * n + 1), ["mlp"] * (k - 2 * n + 1),
+        threads[:k - 2 * n + 1], {"B"}, 3, spread=False)["B"]
+    assert "@" not in few and thread_delta(few, "numpy", 16) == 0.0
+    assert few["numpy"] == pytest.approx(np.log(2.0))
 
 
 class _Ones:
@@ -615,7 +650,7 @@ def test_a_machine_measured_on_two_workloads_of_a_model_gets_a_factor_for_that_m
     groups, models, y = (list(c) for c in zip(*rows, strict=True))
     factors = PerformanceModel._machine_factors(
         _Ones(), np.zeros((len(y), 1)), np.array(y), groups, ["B"] * len(y), ["numpy"] * len(y),
-        models, {"B"}, 3, spread=False)["B"]
+        models, [None] * len(y), {"B"}, 3, spread=False)["B"]
     assert factors["numpy/mlp"] == pytest.approx(np.log(2.0))
     assert factors["numpy/lenet"] == pytest.approx(np.log(4.0))
     assert "numpy/cifar_quick" not in factors
