@@ -49,6 +49,25 @@ def test_provenance_names_machine_versions_dates_and_command(tiny_kb):
     assert all(e["kb"]["load_1m"] >= 0 for e in RecordStore(tiny_kb).entries())
 
 
+def test_an_all_cores_build_measures_each_configuration_with_every_usable_core(tmp_path, monkeypatch):
+    # As `dltune kb calibrate` builds on a machine with more than 2 cores (4 here, by
+    # pretending: the runs oversubscribe this machine's cores, which only slows them).
+    import dltune.config
+
+    monkeypatch.setattr(dltune.config, "usable_cores", lambda: 4)
+    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], configs_per_pair=2,
+                      repeats=0, fresh=0, all_cores=True)
+    entries = RecordStore(tmp_path / "kb").entries()
+    wide = [e for e in entries if e["kb"]["kind"] == "all-cores"]
+    filling = [e for e in entries if e["kb"]["kind"] == "space-filling"]
+    assert result.failed == 0 and len(wide) == len(filling) == 3 * 2
+    assert {e["config"]["threads"]["intra_op"] for e in wide} == {4}
+    assert all(e["status"] == "ok" and e["metrics"]["train_time_s"] > 0 for e in wide)
+    # The other runs are the plan's without all_cores (2 threads at most), under the same keys.
+    plain = plan_suite("tiny", ["numpy"], 2, 0, 2, fresh=0)
+    assert {e["kb"]["key"] for e in entries if e["kb"]["kind"] != "all-cores"} == {p.key for p in plain}
+
+
 def test_budget_stops_before_the_next_run(tmp_path):
     result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], budget_hours=1e-9)
     assert result.stopped_by == "budget" and result.measured <= 1 < result.planned
