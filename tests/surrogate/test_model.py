@@ -424,7 +424,9 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     measured = np.array([d["metrics"]["train_time_s"] for d in other])
     calibrated = model.predict([record_row(d) for d in other])["train_time_s"]
     uncalibrated = base.predict([record_row(d) for d in other])["train_time_s"]
-    assert np.median(np.abs(np.log(calibrated / measured))) < 0.5 * np.median(np.abs(np.log(uncalibrated / measured)))
+    # Signed: how far off the predictions are as a whole (a run that a busy neighbour slowed
+    # while the tiny knowledge base was measured is off either way, in its copy there too).
+    assert abs(np.median(np.log(calibrated / measured))) < 0.5 * abs(np.median(np.log(uncalibrated / measured)))
     assert np.all(there["train_time_s_low"] <= there["train_time_s"])
     assert np.all(there["train_time_s"] <= there["train_time_s_high"])
     assert model.calibrated_machines()[1:] == ["Other CPU [avx2]|2|16"]
