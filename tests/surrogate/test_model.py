@@ -491,11 +491,16 @@ def test_a_machine_with_enough_workloads_gets_a_time_model_of_its_own(tiny_kb, t
     # A machine with 2 ms more per training step (slower Python dispatch, say): 1.2-7x as long
     # as here depending on batch size and workload. Its own cost model has a per-step term for
     # that; a factor per framework and model against the reference machine (too few workloads
-    # for a model of its own) cannot follow it. Median log error on 12 tiny knowledge bases
-    # measured on this VM: own 0.025-0.082, factor 0.169-0.254 (at most 0.44x of it).
+    # for a model of its own) cannot follow it. Its runs take what the reference model says
+    # here plus 2 ms a step: the measured runs' own scatter, which neither could follow, would
+    # decide the comparison on some freshly measured tiny knowledge bases (a clean clone's
+    # 2026-12-04: own 0.148, factor 0.194; on others own 0.06-0.08 against 0.22-0.32). On this
+    # one the own model fits it (median log error under 0.001 on 5 saved tiny knowledge bases;
+    # the factor 0.16-0.98).
+    smooth = alone.predict(here_rows)["train_time_s"]
     other = [dict(d, id=f"other-{i}", hardware=_elsewhere(d["hardware"]),
-                  metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] + 2e-3 * _steps(d)))
-             for i, d in enumerate(records)]
+                  metrics=dict(d["metrics"], train_time_s=float(t) + 2e-3 * _steps(d)))
+             for i, (d, t) in enumerate(zip(records, smooth, strict=True))]
     measured = np.array([d["metrics"]["train_time_s"] for d in other])
     own = PerformanceModel(max_iter=20, calibrate=False, machine_workloads=3).fit(records + other)
     factor = PerformanceModel(max_iter=20, calibrate=False, machine_workloads=4).fit(records + other)
@@ -504,7 +509,7 @@ def test_a_machine_with_enough_workloads_gets_a_time_model_of_its_own(tiny_kb, t
     def error(model):
         return np.median(np.abs(np.log(model.predict(there_rows)["train_time_s"] / measured)))
 
-    assert error(own) < 0.6 * error(factor)
+    assert error(own) < 0.02 and error(own) < 0.6 * error(factor)
     # Saved and loaded: the same predictions, the same description.
     loaded = PerformanceModel.load(own.save(tmp_path / "own.npz"))
     assert loaded.machine_time_info_ == own.machine_time_info_
