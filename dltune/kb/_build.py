@@ -201,7 +201,9 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
             "framework's default preset with epochs capped at the workload's max_epochs "
             "(published defaults run 11-350 epochs); the first configurations repeated with seed 1, "
             "and once more each in a new worker process (kind 'fresh': the peak memory a training "
-            "process needs; a reused worker's is the high-water mark of all its runs). "
+            "process needs; a reused worker's is the high-water mark of all its runs); with "
+            "all_cores (dltune kb calibrate on more than 2 usable cores) each space-filling "
+            "configuration once more with every usable core (kind 'all-cores'). "
             "Runs are dealt in rounds, cheapest first, so a budget-limited build covers every pair."
         ),
         "notes": NOISE_NOTE,

@@ -443,10 +443,17 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
 
 def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
-    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + _on_another_machine(records, 14, 2.0))
+    # With runs at 8 threads too: their factors (``"numpy@8"``, ``"@"``) are saved as well.
+    other = _on_another_machine(records, 14, 2.0)
+    wide = [dict(d, id=f"{d['id']}-8", config=dict(d["config"], threads={"intra_op": 8, "inter_op": 8,
+                                                                         "blas": 8, "cores": None}))
+            for d in other[:6]]
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + other + wide)
+    assert "numpy@8" in model.machine_speed_["Other CPU [avx2]|2|16"]
     loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
-    rows = [record_row(d) for d in _on_another_machine(records, 6, 2.0)]
+    rows = [record_row(d) for d in _on_another_machine(records, 6, 2.0) + wide]
     assert loaded.machine_speed_ == model.machine_speed_ and loaded.machine_memory_ == model.machine_memory_
+    assert loaded.threads_measured_ == model.threads_measured_
     a, b = loaded.predict(rows), model.predict(rows)
     assert all(np.allclose(a[k], b[k]) for k in a)
 
