@@ -65,11 +65,9 @@ print(json.dumps({"compile_s": m["compile_time_s"],
 
 STEPS = r"""
 import json, sys
-import numpy as np
 import torch
 from dltune.backends import load_trainer_class
-from dltune.backends._base import run_steps
-from dltune.models import ModelSpec, build_model
+from dltune.backends._base import steps_apart
 
 cls = load_trainer_class("torch")
 if sys.argv[1] == "tf32":  # PyTorch's defaults: TensorFloat-32 convolutions (and matmuls here)
@@ -78,28 +76,8 @@ if sys.argv[1] == "tf32":  # PyTorch's defaults: TensorFloat-32 convolutions (an
         build(self, params)
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     cls.build = tf32_build
-lenet = build_model("lenet", (1, 12, 12), 4).to_dict()
-spec = ModelSpec.from_dict({**lenet, "layers": [
-    dict(layer, rate=0.0) if layer["kind"] == "dropout" else layer for layer in lenet["layers"]]})
-rng = np.random.default_rng(0)
-x = rng.normal(size=(96, 1, 12, 12)).astype(np.float32)
-y = rng.integers(0, 4, 96).astype(np.int64)
-order = rng.permutation(96)
-batches = [order[i * 32:(i + 1) * 32] for i in range(3)]
-out = {}
-for optimizer, lrs in (("sgd", [0.1, 0.1, 0.05]), ("momentum", [0.05, 0.05, 0.02]),
-                       ("adam", [1e-3, 1e-3, 5e-4])):
-    config = dict(optimizer=optimizer, learning_rate=lrs[0], momentum=0.9, weight_decay=1e-3,
-                  seed=5, batch_size=32)
-    init = spec.init_params(5)
-    cpu, gpu = (run_steps(cls, spec, dict(config, device=d), (x, y, x, y), batches, np.float32(lrs))
-                for d in ("cpu", "cuda"))
-    largest = max(float(np.abs(g - c).max() / np.abs(c - p0).max())
-                  for c, g, p0 in zip(cpu["params"], gpu["params"], init))
-    moved = np.concatenate([(c - p0).ravel() for c, p0 in zip(cpu["params"], init)])
-    apart = np.concatenate([(g - c).ravel() for c, g in zip(cpu["params"], gpu["params"])])
-    out[optimizer] = {"largest": largest, "norm": float(np.linalg.norm(apart) / np.linalg.norm(moved))}
-print(json.dumps(out))
+print(json.dumps({optimizer: {"largest": d["param_rel"], "norm": d["param_l2"]}
+                  for optimizer, d in steps_apart(cls, ("cpu", "cuda")).items()}))
 """
 
 

@@ -11,7 +11,8 @@ Call order, all inside a worker process:
    which alone owns batch order, schedules, timing, curves and early stopping.
 
 :func:`run_steps` drives the same calls for a few given batches and returns the weights: the
-conformance suite uses it to check that every backend takes the same optimisation steps.
+conformance suite uses it to check that every backend takes the same optimisation steps, and
+:func:`steps_apart` to compare one backend's steps on two devices.
 
 Nothing here is thread-safe; a worker runs one training at a time.
 """
@@ -203,3 +204,42 @@ def run_steps(
         "predictions": np.asarray(trainer.predict()),
         "param_count": int(trainer.count_params()),
     }
+
+
+def steps_apart(trainer_cls: type[Trainer], devices: tuple[str, str] = ("cpu", "cuda")) -> dict[str, dict[str, float]]:
+    """Three steps of SGD, momentum and Adam on LeNet (12x12x1, 4 classes, dropout off: the
+    devices' random streams differ) from the same weights on each of ``devices``, per optimizer
+    how far apart the second device's results are from the first's: ``loss_rel`` (the mean
+    loss's relative difference), ``param_rel`` (the largest difference in any weight tensor as
+    a share of that tensor's largest step), ``param_l2`` (the norm of all differences against
+    the norm of all steps) and ``same_predictions`` (the share of equal test predictions).
+    The GPU check (tests/backends/test_gpu.py) and ``benchmarks/gpu_torch.py`` use it."""
+    from dltune.models import build_model
+
+    lenet = build_model("lenet", (1, 12, 12), 4).to_dict()
+    spec = ModelSpec.from_dict({**lenet, "layers": [
+        dict(layer, rate=0.0) if layer["kind"] == "dropout" else layer for layer in lenet["layers"]]})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(96, 1, 12, 12)).astype(np.float32)
+    y = rng.integers(0, 4, 96).astype(np.int64)
+    order = rng.permutation(96)
+    batches = [order[i * 32:(i + 1) * 32] for i in range(3)]
+    out = {}
+    for optimizer, lrs in (("sgd", [0.1, 0.1, 0.05]), ("momentum", [0.05, 0.05, 0.02]),
+                           ("adam", [1e-3, 1e-3, 5e-4])):
+        config = dict(optimizer=optimizer, learning_rate=lrs[0], momentum=0.9, weight_decay=1e-3,
+                      seed=5, batch_size=32)
+        init = spec.init_params(5)
+        first, second = (run_steps(trainer_cls, spec, dict(config, device=d), (x, y, x, y), batches,
+                                   np.float32(lrs)) for d in devices)
+        worst = max(float(np.abs(b - a).max() / np.abs(a - p0).max())
+                    for a, b, p0 in zip(first["params"], second["params"], init, strict=True))
+        moved = np.concatenate([(a - p0).ravel() for a, p0 in zip(first["params"], init, strict=True)])
+        apart = np.concatenate([(b - a).ravel() for a, b in zip(first["params"], second["params"], strict=True)])
+        out[optimizer] = {
+            "loss_rel": abs(second["loss"] - first["loss"]) / abs(first["loss"]),
+            "param_rel": worst,
+            "param_l2": float(np.linalg.norm(apart) / np.linalg.norm(moved)),
+            "same_predictions": float(np.mean(second["predictions"] == first["predictions"])),
+        }
+    return out

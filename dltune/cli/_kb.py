@@ -137,16 +137,13 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from dltune.kb import calibrate_machine, plan_suite
-    from dltune.kb._suite import CALIBRATION_PLAN
+    from dltune.config import usable_cores
+    from dltune.kb import calibrate_machine
+    from dltune.kb._calibrate import calibration_plan
 
     frameworks = _frameworks(args)
     if args.plan:
-        from dltune.config import usable_cores
-
-        cores = usable_cores()
-        return _print_plan(args, plan_suite("calibration", frameworks, max_threads=min(2, cores),
-                                            all_cores=cores, **CALIBRATION_PLAN))
+        return _print_plan(args, calibration_plan(frameworks))
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
                                command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
@@ -154,8 +151,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if not args.json:
         print("recommend now includes these runs: the training-time surrogate learns this "
               "machine's speed from them")
-        from dltune.config import usable_cores
-
         cores = usable_cores()
         if cores > 2:
             print(f"they ran 1, 2 and {cores} threads: times at {cores} threads are scaled by "

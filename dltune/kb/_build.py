@@ -213,6 +213,18 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
     }
 
 
+def machine_plan(suite: str, frameworks: list[str], configs_per_pair: int, repeats: int, fresh: int,
+                 all_cores: bool = False) -> list[PlannedRun]:
+    """The plan :func:`build_kb` measures on this machine: runs of 1 thread and 2 (1 on a 1-core
+    machine), and with ``all_cores`` each space-filling configuration with every usable core too
+    (on more than 2; :func:`plan_suite`)."""
+    from dltune.config import usable_cores
+
+    cores = usable_cores()
+    return plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, cores), fresh=fresh,
+                      all_cores=cores if all_cores else None)
+
+
 def build_kb(
     suite: str = "reference",
     out: str | Path | None = None,
@@ -249,7 +261,6 @@ def build_kb(
     from dltune._bench import interpreter_for
     from dltune._workload import Workload
     from dltune.backends import BACKENDS
-    from dltune.config import usable_cores
 
     if budget_hours is not None:
         budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
@@ -271,9 +282,7 @@ def build_kb(
                 )
             interpreter_for(name)
     folder = Path(out) if out is not None else default_build_dir(suite)
-    cores = usable_cores()
-    plan = plan_suite(suite, frameworks, configs_per_pair, repeats, min(2, cores), fresh=fresh,
-                      all_cores=cores if all_cores else None)
+    plan = machine_plan(suite, frameworks, configs_per_pair, repeats, fresh, all_cores)
     budget_s = None if budget_hours is None else budget_hours * 3600.0
     command = command or " ".join(sys.argv)
     store = RecordStore(folder)

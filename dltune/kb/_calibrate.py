@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dltune.kb._build import BuildResult, build_kb
+from dltune.kb._build import BuildResult, build_kb, machine_plan
 from dltune.kb._store import read_jsonl, shipped_calibration_paths
-from dltune.kb._suite import CALIBRATION_PLAN
+from dltune.kb._suite import CALIBRATION_PLAN, PlannedRun
 
-__all__ = ["calibrate_machine", "calibration_dir", "calibration_records"]
+__all__ = ["calibrate_machine", "calibration_dir", "calibration_plan", "calibration_records"]
 
 
 def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
@@ -54,6 +54,11 @@ def calibrate_machine(
     return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
                     budget_hours, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
                     all_cores=True, **CALIBRATION_PLAN)
+
+
+def calibration_plan(frameworks: list[str]) -> list[PlannedRun]:
+    """The runs :func:`calibrate_machine` measures on this machine."""
+    return machine_plan("calibration", frameworks, all_cores=True, **CALIBRATION_PLAN)
 
 
 def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:

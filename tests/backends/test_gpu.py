@@ -31,46 +31,12 @@ _SEES_GPU = {
 # process, and prints how far apart the results are (relative to how far the weights moved).
 CPU_AGAINST_GPU = r"""
 import json, sys
-import numpy as np
 from dltune.backends import load_trainer_class
-from dltune.backends._base import run_steps
-from dltune.models import ModelSpec, build_model
+from dltune.backends._base import steps_apart
 
-name = sys.argv[1]
-trainer_cls = load_trainer_class(name)
+trainer_cls = load_trainer_class(sys.argv[1])
 trainer_cls.setup({"intra_op": 1, "inter_op": 1})
-lenet = build_model("lenet", (1, 12, 12), 4).to_dict()
-# Dropout draws differ between the CPU's and the GPU's random streams: compare without it.
-spec = ModelSpec.from_dict({**lenet, "layers": [
-    dict(layer, rate=0.0) if layer["kind"] == "dropout" else layer for layer in lenet["layers"]]})
-rng = np.random.default_rng(0)
-x = rng.normal(size=(96, 1, 12, 12)).astype(np.float32)
-y = rng.integers(0, 4, 96).astype(np.int64)
-order = rng.permutation(96)
-batches = [order[i * 32:(i + 1) * 32] for i in range(3)]
-out = {}
-for optimizer, lrs in (("sgd", [0.1, 0.1, 0.05]), ("momentum", [0.05, 0.05, 0.02]),
-                       ("adam", [1e-3, 1e-3, 5e-4])):
-    config = dict(optimizer=optimizer, learning_rate=lrs[0], momentum=0.9, weight_decay=1e-3,
-                  seed=5, batch_size=32)
-    init = spec.init_params(5)
-    cpu = run_steps(trainer_cls, spec, dict(config, device="cpu"), (x, y, x, y), batches,
-                    np.float32(lrs))
-    gpu = run_steps(trainer_cls, spec, dict(config, device="cuda"), (x, y, x, y), batches,
-                    np.float32(lrs))
-    worst = 0.0
-    for c, g, p0 in zip(cpu["params"], gpu["params"], init):
-        scale = float(np.abs(c - p0).max())
-        worst = max(worst, float(np.abs(g - c).max()) / scale)
-    moved = np.concatenate([(c - p0).ravel() for c, p0 in zip(cpu["params"], init)])
-    apart = np.concatenate([(g - c).ravel() for c, g in zip(cpu["params"], gpu["params"])])
-    out[optimizer] = {
-        "loss_rel": abs(gpu["loss"] - cpu["loss"]) / abs(cpu["loss"]),
-        "param_rel": worst,
-        "param_l2": float(np.linalg.norm(apart) / np.linalg.norm(moved)),
-        "same_predictions": float(np.mean(gpu["predictions"] == cpu["predictions"])),
-    }
-print(json.dumps(out))
+print(json.dumps(steps_apart(trainer_cls, ("cpu", "cuda"))))
 """
 
 
