@@ -28,7 +28,8 @@ NOISE_NOTE = (
     "seed) show its size. Where present, kb.others_cpu_pct is the CPU (in % of one core) the "
     "rest of the machine used just before the run, after kb.waited_s seconds of waiting for "
     "it to fall to the quiet threshold. Where present, kb.steal_pct is the share of the "
-    "machine's CPU time during the run that its hypervisor gave to other guests (steal time; "
+    "machine's CPU time during the run and the CPU check before it (0.2 s, longer when it "
+    "waited) that its hypervisor gave to other guests (steal time; "
     "absent where the OS does not report it): a virtual machine's host can slow every run "
     "while the machine itself looks idle."
 )
@@ -320,9 +321,11 @@ def build_kb(
                 if workload is None:
                     workload = _load(run.workload)
                     workloads[run.workload.name] = workload
+                # Steal time from before the CPU check (0.2 s at least): a run of a few
+                # milliseconds alone can end before the OS has counted one clock tick.
+                times_before = psutil.cpu_times()
                 others, waited = wait_for_quiet(quiet_wait_s, stop=stop)
                 load_1m = os.getloadavg()[0]
-                times_before = psutil.cpu_times()
                 if run.kind == "fresh":
                     from dltune.runtime import WorkerPool
 
