@@ -242,7 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import intra_threads, machine_factor, machine_key, thread_delta
+    from dltune.surrogate._model import intra_threads, machine_factor, machine_key
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -319,22 +319,22 @@ def recommend(
                    f"workloads).")
     elif speed:
         factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name, threads))
-        delta = thread_delta(speed, chosen.config.framework, threads)
-        at = (f" at {threads} threads (what its runs with more threads than the knowledge base's "
-              f"gained: {math.exp(delta):.2g}x the extrapolation from fewer)") if delta else ""
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
-                   f"measured on, for {chosen.config.framework}{at}.")
+                   f"measured on, for {chosen.config.framework}"
+                   f"{_threads_gain(speed, chosen.config.framework, threads)}.")
     now = perf.machine_now_.get(machine_key(hw_dict))
     if now:
         info = perf.machine_now_info_[machine_key(hw_dict)]
-        factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
         if info.get("here", True):
+            factor = math.exp(machine_factor(now, chosen.config.framework, spec.name, threads))
             reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
                        f"{factor:.2g}x as long as this machine ran them for the knowledge base, for "
-                       f"{chosen.config.framework}: training times are scaled to it.")
+                       f"{chosen.config.framework}{_threads_gain(now, chosen.config.framework, threads)}:"
+                       f" training times are scaled to it.")
         else:
             ratio = machine_factor(info["ratio"], chosen.config.framework, spec.name)
+            factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
             reason += (f" A machine of this kind ran the shipped calibration ({info['runs']} runs, "
                        f"{info['measured_to']}) {ratio:.2g}x as long as the knowledge base's runs, for "
                        f"{chosen.config.framework}: its speed varies from day to day, so training "
@@ -350,6 +350,15 @@ def recommend(
         hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
         constraints=limits, interval_notes=interval_notes,
     )
+
+
+def _threads_gain(entry: dict[str, float], framework: str, threads: int | None) -> str:
+    """The reason's words for a machine factor's thread delta at ``threads`` (empty without one)."""
+    from dltune.surrogate._model import thread_delta
+
+    delta = thread_delta(entry, framework, threads)
+    return (f" at {threads} threads (what its runs with more threads than the knowledge base's "
+            f"gained: {math.exp(delta):.2g}x the extrapolation from fewer)") if delta else ""
 
 
 def _config_features(config: TrainConfig) -> dict[str, Any]:

@@ -193,6 +193,23 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
     assert twice["numpy@16"] - entry["numpy@16"] == pytest.approx(np.log(2.0), abs=1e-9)
     # The 1-2-thread factor is the same either way.
     assert entry["numpy"] == twice["numpy"]
+    # The same machine calibrated later (`dltune kb calibrate` in its cache, all 16 cores among
+    # its runs): its speed now is a factor of its own, and so is what 16 threads gain now; the
+    # reason quotes both. 16-thread calibration runs twice as long give exactly twice the time.
+    calibration = [dict(d, id=f"now-{d['id']}", kb=dict(d.get("kb") or {}, suite="calibration"),
+                        started_at="2026-12-04T14:00:00+00:00") for d in runs[:12]]
+
+    def now(gain):
+        return only(16, runs + calibration + [dict(d, id=f"now-{d['id']}", kb=dict(d.get("kb") or {}, suite="calibration"))
+                                               for d in at(gain)])
+
+    quick, slower = now(0.6), now(1.2)
+    for rec in (quick, slower):
+        assert f"This machine's calibration ({len(calibration)} runs, 2026-12-04) ran " in rec.reason
+        assert ("x as long as this machine ran them for the knowledge base, for numpy at 16 threads "
+                "(what its runs with more threads than the knowledge base's gained: ") in rec.reason, rec.reason
+    assert quick.config == slower.config
+    assert quick.predicted["train_time_s"][0] == pytest.approx(0.5 * slower.predicted["train_time_s"][0], rel=1e-9)
 
 
 def test_a_calibration_of_the_measured_machine_scales_its_times_to_its_speed_now(kb, workload, tiny_kb):
