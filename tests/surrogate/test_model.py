@@ -648,8 +648,35 @@ def test_runs_with_more_threads_than_the_reference_used_get_a_factor_of_their_ow
 class _Ones:
     """An estimator whose every prediction is 1 (the machine factors are then the ratios)."""
 
+    coverage = 0.8
+
     def predict(self, X):
         return np.ones(len(X))
+
+    def predict_interval(self, X):
+        return np.ones(len(X)), np.full(len(X), 0.8), np.full(len(X), 1.25)
+
+
+def test_a_machines_memory_spread_is_how_far_its_runs_fall_outside_the_interval():
+    # Machine "B" uses 2x the reference's memory (the median), its runs at 2x times these; the
+    # interval is [0.8, 1.25] around 1. Outside it after the factor: 1.5 and 1 / 1.5 by 1.2x,
+    # 3.0 by 2.4x; the rest inside (0). Split-conformal level for 10 rows: ceil(11 x 0.8) / 10.
+    ratios = [1.0, 1.0, 1.0, 1.0, 1.0, 1.1, 0.9, 1.5, 1 / 1.5, 3.0]
+
+    def spread(r):
+        k = len(r)
+        return PerformanceModel._machine_factors(
+            _Ones(), np.zeros((k, 1)), 2.0 * np.array(r), ["w1"] * k, ["B"] * k, ["numpy"] * k,
+            ["mlp"] * k, [None] * k, {"B"}, 2, spread=True)["B"]
+
+    factors = spread(ratios)
+    assert factors["numpy"] == pytest.approx(np.log(2.0))
+    outside = np.sort([0.0] * 7 + [np.log(1.2)] * 2 + [np.log(2.4)])
+    assert factors["~"] == pytest.approx(np.quantile(outside, 0.9))
+    # Every run inside the interval: no widening, however they scatter inside it.
+    assert spread([1.0, 1.2, 0.85, 1.0, 1.1])["~"] == 0.0
+    # Few runs: the level is 1, the farthest run's.
+    assert spread([1.0, 1.0, 3.0])["~"] == pytest.approx(np.log(2.4))
 
 
 def test_a_machine_measured_on_two_workloads_of_a_model_gets_a_factor_for_that_model():
