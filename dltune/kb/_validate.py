@@ -47,11 +47,14 @@ class ValidationReport:
             ("repeat_time_ape_pct", "repeat APE %", ".1f"),
             ("train_time_coverage_pct", "time in interval %", ".0f"),
             ("accuracy_mae_points", "acc MAE pts", ".2f"),
+            ("accuracy_coverage_pct", "acc in interval %", ".0f"),
             ("accuracy_spearman", "acc Spearman", ".2f"),
             ("accuracy_tied_top_pct", "tied at best %", ".0f"),
             ("accuracy_spearman_ceiling", "ceiling", ".2f"),
             ("regret_points", "regret pts", ".2f"),
             ("picked_time_ratio", "picked/best time", ".2f"),
+            ("memory_mape_pct", "mem MAPE %", ".1f"),
+            ("memory_coverage_pct", "mem in interval %", ".0f"),
         ]
         text = format_table(rows, columns)
         o = self.overall
@@ -284,7 +287,9 @@ def validate_kb(
     predicted interval, each run predicted with the epochs it trained (a run stopped early when
     its loss diverged ran fewer than configured; the MAPE at the configured epochs is kept as
     ``train_time_mape_as_configured_pct``); accuracy MAE (points) and Spearman rank correlation across its
-    configurations; and the regret of the recommendation: the measured accuracy of the
+    configurations; the share of measured accuracies inside the predicted interval, and of
+    peak memories of the runs made in a new worker process (what the memory surrogate
+    predicts; ``memory_runs`` of them), with their MAPE; and the regret of the recommendation: the measured accuracy of the
     configuration the surrogates rank first (among the workload's measured ones, by
     ``objective``) below the best measured accuracy, in points, and its training time over
     the most accurate configuration's.
@@ -299,6 +304,7 @@ def validate_kb(
     from dltune.kb._store import load_shipped_records
     from dltune.recommend._recommend import OBJECTIVES, pick
     from dltune.surrogate import PerformanceModel, record_row, usable_records
+    from dltune.surrogate._features import ran_in_new_process
     from dltune.surrogate._model import display_name, epochs_ran, workload_label
 
     check_choice("objective", objective, OBJECTIVES)
@@ -313,6 +319,9 @@ def validate_kb(
             f"The 'records' parameter must cover at least 2 workloads. Got {len(groups)} instead."
         )
     rows, errors, errors_configured, covered, acc_errors = [], [], [], [], []
+    acc_covered: list[bool] = []
+    mem_covered: list[bool] = []
+    mem_errors: list[float] = []
     machine_errors: dict[str, list[float]] = {}
     for label, held in sorted(groups.items()):
         if len(held) < min_records:
@@ -342,6 +351,17 @@ def validate_kb(
         errors_configured.extend(rel_configured.tolist())
         covered.extend(inside.tolist())
         acc_errors.extend(np.abs(pred["accuracy"] - a_true).tolist())
+        acc_inside = (a_true >= pred["accuracy_low"]) & (a_true <= pred["accuracy_high"])
+        acc_covered.extend(acc_inside.tolist())
+        # Peak memory of the runs made in a new worker process: what the memory model predicts
+        # (a reused worker's is the high-water mark of the runs before it).
+        fresh = np.array([ran_in_new_process(d) for d in held])
+        m_true = np.array([d["metrics"].get("peak_rss_mb") or np.nan for d in held], dtype=float)
+        mem_inside = ((m_true >= pred["peak_rss_mb_low"]) & (m_true <= pred["peak_rss_mb_high"]))[
+            fresh & np.isfinite(m_true)]
+        mem_covered.extend(mem_inside.tolist())
+        mem_rel = (np.abs(pred["peak_rss_mb"] - m_true) / m_true)[fresh & np.isfinite(m_true)]
+        mem_errors.extend(mem_rel.tolist())
         rows.append({
             "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),
             "machine": " + ".join(sorted(set(identities), key=identities.index)),
@@ -352,6 +372,10 @@ def validate_kb(
             "train_time_mape_as_configured_pct": 100 * float(rel_configured.mean()),
             "train_time_coverage_pct": 100 * float(inside.mean()),
             "accuracy_mae_points": 100 * float(np.abs(pred["accuracy"] - a_true).mean()),
+            "accuracy_coverage_pct": 100 * float(acc_inside.mean()),
+            "memory_coverage_pct": 100 * float(mem_inside.mean()) if len(mem_inside) else None,
+            "memory_mape_pct": 100 * float(mem_rel.mean()) if len(mem_rel) else None,
+            "memory_runs": int(len(mem_inside)),
             "accuracy_spearman": _spearman(pred["accuracy"], a_true),
             "train_time_spearman": _spearman(pred["train_time_s"], t_true),
             "best_measured_accuracy": float(a_true[best]),
@@ -372,6 +396,10 @@ def validate_kb(
         "train_time_mape_pct_by_machine": {m: 100 * float(np.mean(e)) for m, e in machine_errors.items()},
         "train_time_coverage_pct": 100 * float(np.mean(covered)) if covered else None,
         "accuracy_mae_points": 100 * float(np.mean(acc_errors)) if acc_errors else None,
+        "accuracy_coverage_pct": 100 * float(np.mean(acc_covered)) if acc_covered else None,
+        "memory_coverage_pct": 100 * float(np.mean(mem_covered)) if mem_covered else None,
+        "memory_mape_pct": 100 * float(np.mean(mem_errors)) if mem_errors else None,
+        "memory_runs": len(mem_covered),
         "accuracy_spearman": float(np.mean(spearmans)) if spearmans else None,
         "accuracy_spearman_min": float(min(spearmans)) if spearmans else None,
         "regret_points": float(np.mean([r["regret_points"] for r in rows])) if rows else None,

@@ -14,7 +14,12 @@ import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
 from dltune.hardware._hardware import cpu_identity
-from dltune.surrogate._estimators import AccuracySurrogate, MemorySurrogate, TrainTimeSurrogate
+from dltune.surrogate._estimators import (
+    SIZE_INPUTS,
+    AccuracySurrogate,
+    MemorySurrogate,
+    TrainTimeSurrogate,
+)
 from dltune.surrogate._features import (
     HARDWARE_FEATURES,
     WORKLOAD_FEATURES,
@@ -29,7 +34,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 20
+FORMAT_VERSION = 21
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -48,6 +53,10 @@ MIN_FRESH_RECORDS = 20
 # every measured machine, and the memory interval when it does (see PerformanceModel.widen).
 HARDWARE_TIME_FACTOR = 3.0
 HARDWARE_MEMORY_FACTOR = 1.5
+# A data set more than this many times the largest measured (training and test samples x input
+# values) is extrapolated by the time and memory models: flagged, and their intervals widened by
+# 1 + ln(ratio) (PerformanceModel.widen).
+DATA_SIZE_OOD = 2.0
 # Records a machine other than the knowledge base's needs before its speed is calibrated and it
 # counts as measured (``dltune kb calibrate`` makes 60; see PerformanceModel.fit).
 MIN_MACHINE_RECORDS = 8
@@ -237,6 +246,14 @@ def epochs_ran(data: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _data_values(meta: dict[str, Any]) -> float | None:
+    """Training and test samples x input values of a workload's data set (None if unknown)."""
+    try:
+        return (float(meta["n_train"]) + float(meta.get("n_test") or 0)) * float(meta["input_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _stretch(pred: dict[str, np.ndarray], key: str, factor: float, log_space: bool) -> None:
     """Multiply the distances from ``pred[key]`` to its interval ends by ``factor``."""
     point, low, high = pred[key], pred[f"{key}_low"], pred[f"{key}_high"]
@@ -305,7 +322,9 @@ class PerformanceModel:
                 TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
-                MemorySurrogate(max_iter=self.max_iter, tree_columns=speed_trees, **kw))
+                MemorySurrogate(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
+                                group_columns=groups, max_iter=self.max_iter,
+                                tree_columns=speed_trees, **kw))
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
         """Fit on measurement records (:class:`Measurement` or dicts); failed ones are ignored."""
@@ -773,6 +792,24 @@ class PerformanceModel:
         order = np.argsort(dist)[:k]
         return [(self.workloads_[i]["name"], round(float(dist[i]), 3)) for i in order]
 
+    def data_size_ratio(self, meta: dict[str, Any]) -> tuple[float, float, float] | None:
+        """How many times the largest measured data set ``meta``'s is (training and test samples
+        x input values), with both sizes; None where either is unknown."""
+        self._check_fitted()
+        size = _data_values(meta)
+        measured = [v for w in self.workloads_ if (v := _data_values(w["meta"]))]
+        if not size or not measured:
+            return None
+        return size / max(measured), size, max(measured)
+
+    def _data_size_reason(self, meta: dict[str, Any]) -> tuple[float, str] | None:
+        ratio = self.data_size_ratio(meta)
+        if ratio is None or ratio[0] <= DATA_SIZE_OOD:
+            return None
+        return ratio[0], (f"the data set is {ratio[0]:.3g}x the largest measured ({ratio[1]:,.0f} training "
+                          f"and test input values against {ratio[2]:,.0f}): training time and memory are "
+                          f"extrapolated by their cost models")
+
     def novelty(self, meta: dict[str, Any], hardware: dict[str, Any]) -> tuple[bool, list[str], list[tuple[str, float]]]:
         """Whether a workload / hardware lies outside the knowledge base: (flag, reasons, nearest)."""
         nearest = self.nearest_workloads(meta)
@@ -782,6 +819,9 @@ class PerformanceModel:
                 f"workload is unlike every measured one (distance {nearest[0][1]:.2f} to "
                 f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of each other)"
             )
+        larger = self._data_size_reason(meta)
+        if larger:
+            reasons.append(larger[1])
         reasons.extend(self._hardware_reasons(hardware))
         return bool(reasons), reasons, nearest
 
@@ -793,7 +833,10 @@ class PerformanceModel:
         The intervals were calibrated on measured workloads and hardware; outside them they
         would claim a confidence the data cannot give. A workload at distance ``d`` beyond the
         out-of-distribution threshold ``t`` gets every interval's width multiplied by
-        ``1 + d / t``; hardware unlike the measured gets the training-time interval widened by
+        ``1 + d / t``; a data set ``r`` > :data:`DATA_SIZE_OOD` times the largest measured gets
+        the training-time and memory intervals' widths (in log space) multiplied by
+        ``1 + ln(r)`` instead where that is more (their cost models extrapolate in size, with
+        coefficients fitted on smaller data sets); hardware unlike the measured gets the training-time interval widened by
         a factor :data:`HARDWARE_TIME_FACTOR` each way per reason (another CPU, core count or a
         GPU can change throughput several-fold, and no measurement says in which direction)
         and the memory interval by :data:`HARDWARE_MEMORY_FACTOR` per reason (more cores run
@@ -805,13 +848,23 @@ class PerformanceModel:
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         notes = []
         nearest = self.nearest_workloads(meta, k=1)
+        unlike = 1.0
         if nearest and nearest[0][1] > self.ood_threshold_:
-            stretch = 1.0 + nearest[0][1] / self.ood_threshold_
+            unlike = 1.0 + nearest[0][1] / self.ood_threshold_
             for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
-                _stretch(out, key, stretch, log_space)
+                _stretch(out, key, unlike, log_space)
             out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
             out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
-            notes.append(f"intervals {stretch:.1f}x wider: the workload is unlike every measured one")
+            notes.append(f"intervals {unlike:.1f}x wider: the workload is unlike every measured one")
+        larger = self._data_size_reason(meta)
+        # The distance counts the data's size too: a data set both larger and unlike gets the
+        # larger of the two stretches, not their product.
+        if larger and 1.0 + math.log(larger[0]) > unlike:
+            stretch = (1.0 + math.log(larger[0])) / unlike
+            for key in ("train_time_s", "peak_rss_mb"):
+                _stretch(out, key, stretch, True)
+            notes.append(f"training-time and memory intervals {unlike * stretch:.1f}x wider: the data "
+                         f"set is {larger[0]:.3g}x the largest measured")
         hardware_reasons = len(self._hardware_reasons(hardware))
         if hardware_reasons:
             factor = HARDWARE_TIME_FACTOR ** hardware_reasons

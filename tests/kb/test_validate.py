@@ -25,6 +25,22 @@ def test_leave_one_workload_out_structure(tiny_kb):
         assert row["picked_accuracy"] <= row["best_measured_accuracy"]
     o = report.overall
     assert o["n"] == sum(r["n"] for r in report.workloads)
+    # Interval coverage: accuracy over every run, memory over the runs in a new worker process.
+    from dltune.surrogate._features import ran_in_new_process
+    from dltune.surrogate._model import display_name
+
+    fresh = {}
+    for r in records:
+        if r.ok and ran_in_new_process(r.to_dict()):
+            fresh[display_name(r.workload)] = fresh.get(display_name(r.workload), 0) + 1
+    assert {r["workload"]: r["memory_runs"] for r in report.workloads} == {
+        r["workload"]: fresh.get(r["workload"], 0) for r in report.workloads}
+    assert o["memory_runs"] == sum(fresh.values()) > 0
+    for key, weight in (("accuracy_coverage_pct", "n"), ("memory_coverage_pct", "memory_runs"),
+                        ("memory_mape_pct", "memory_runs")):
+        assert all(0 <= r[key] <= (100 if "coverage" in key else np.inf) for r in report.workloads if r[weight])
+        assert o[key] == pytest.approx(sum(r[key] * r[weight] for r in report.workloads if r[weight])
+                                       / sum(r[weight] for r in report.workloads))
     assert o["regret_points_max"] == max(r["regret_points"] for r in report.workloads)
     text = report.table()
     assert "OVERALL" in text and "bar <= 15%" in text

@@ -344,3 +344,40 @@ def test_cli_table_and_errors(kb, cli):
     assert len(bad.stderr.strip().splitlines()) == 1 and "'objective'" in bad.stderr
     both = cli("recommend", "--workload", "digits", "--kb", str(kb), "--verify", "--hardware", "x.json")
     assert both.returncode == 2 and "--hardware" in both.stderr
+
+
+def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_intervals_widened(kb, workload, monkeypatch):
+    from dltune import Workload
+    from dltune.hardware import Hardware
+    from dltune.surrogate import fitted_model
+    from dltune.surrogate._model import DATA_SIZE_OOD
+
+    model = fitted_model(storage=None, kb_path=kb)
+    large = Workload.from_name("digits", "mlp")  # all 1,797 samples of 8x8
+    ratio, size, largest = model.data_size_ratio(large.meta_features())
+    # The tiny suite's largest: 400 + 100 synthetic samples of 8x8.
+    assert (size, largest) == (1797 * 64, 500 * 64) and ratio > DATA_SIZE_OOD
+    assert model.data_size_ratio(workload.meta_features())[0] == pytest.approx(450 / 500)
+    rec = recommend(large, knowledge_base=kb, storage=None)
+    assert rec.out_of_distribution
+    assert f"the data set is {ratio:.3g}x the largest measured (115,008 training and test input values against 32,000)" in rec.ood_reasons[-1]
+    # Widened: here by the distance (1,797 samples are also unlike the 200-450 measured), at
+    # least as much as the size's 1 + ln(ratio) would (the larger of the two applies).
+    unlike = 1 + model.nearest_workloads(large.meta_features(), k=1)[0][1] / model.ood_threshold_
+    assert rec.interval_notes == [f"intervals {unlike:.1f}x wider: the workload is unlike every measured one"]
+    assert unlike >= 1 + np.log(ratio)
+    # The widening itself: the log distances from the point to the time and memory interval
+    # ends times 1 + ln(ratio); accuracy's unchanged (alone, without the distance's stretch).
+    monkeypatch.setattr(type(model), "nearest_workloads", lambda self, meta, k=3: [("alike", 0.0)])
+    pred = {"accuracy": np.array([0.9]), "accuracy_low": np.array([0.8]), "accuracy_high": np.array([0.95]),
+            "train_time_s": np.array([1.0]), "train_time_s_low": np.array([0.5]), "train_time_s_high": np.array([2.0]),
+            "peak_rss_mb": np.array([100.0]), "peak_rss_mb_low": np.array([80.0]), "peak_rss_mb_high": np.array([125.0])}
+    here = Hardware.detect().to_dict()
+    wide, notes = model.widen(pred, large.meta_features(), here)
+    s = 1 + np.log(ratio)
+    assert wide["train_time_s_low"][0] == pytest.approx(0.5 ** s) and wide["train_time_s_high"][0] == pytest.approx(2.0 ** s)
+    assert wide["peak_rss_mb_low"][0] == pytest.approx(100 * 0.8 ** s) and wide["peak_rss_mb_high"][0] == pytest.approx(100 * 1.25 ** s)
+    assert (wide["accuracy_low"][0], wide["accuracy_high"][0]) == (0.8, 0.95)
+    assert len(notes) == 1
+    same, none = model.widen(pred, workload.meta_features(), here)
+    assert none == [] and all(np.array_equal(same[k], pred[k]) for k in pred)

@@ -121,8 +121,25 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     far = model.predict([dict(row, meta=meta)])
     wide, notes = model.widen(far, meta, row["hardware"])
     stretch = 1 + model.nearest_workloads(meta, k=1)[0][1] / model.ood_threshold_
-    assert len(notes) == 1 and stretch > 2
+    # Its data set is also far larger than any measured (1 + ln(ratio) = 18.7): time and memory
+    # get the larger of the two stretches, not their product.
+    larger = 1 + np.log(model.data_size_ratio(meta)[0])
+    assert len(notes) == 1 and larger > 2 and stretch > larger
     assert log_width(wide, "train_time_s") == pytest.approx(stretch * log_width(far, "train_time_s"))
+    assert log_width(wide, "peak_rss_mb") == pytest.approx(stretch * log_width(far, "peak_rss_mb"))
+    # Less unlike, as large: the size's stretch, on time and memory only.
+    meta_near = dict(meta, num_classes=row["meta"]["num_classes"], flops_per_sample=row["meta"]["flops_per_sample"],
+                     height=row["meta"]["height"], width=row["meta"]["width"], channels=row["meta"]["channels"])
+    near = model.predict([dict(row, meta=meta_near)])
+    wide, notes = model.widen(near, meta_near, row["hardware"])
+    unlike = max(1.0, 1 + model.nearest_workloads(meta_near, k=1)[0][1] / model.ood_threshold_)
+    larger = 1 + np.log(model.data_size_ratio(meta_near)[0])
+    assert larger > unlike and notes[-1].startswith(f"training-time and memory intervals {larger:.1f}x wider")
+    assert log_width(wide, "peak_rss_mb") == pytest.approx(larger * log_width(near, "peak_rss_mb"))
+    # Accuracy: the distance's stretch alone (linear, kept in [0, 1]).
+    width = wide["accuracy_high"][0] - wide["accuracy_low"][0]
+    before = near["accuracy_high"][0] - near["accuracy_low"][0]
+    assert before <= width <= unlike * before + 1e-12
     assert 0 <= wide["accuracy_low"][0] <= far["accuracy_low"][0]
     assert far["accuracy_high"][0] <= wide["accuracy_high"][0] <= 1
 
