@@ -157,10 +157,23 @@ class Worker:
         self._stderr.close()
 
 
+def spins_when_idle(env: dict[str, str]) -> bool:
+    """Whether a worker started with ``env`` keeps its OpenMP threads spinning between runs.
+
+    ``OMP_WAIT_POLICY=active`` (a start-up knob ``tune`` searches) makes idle OpenMP threads
+    busy-wait instead of sleeping: a warm torch worker started with it used 100 % of a core
+    while it waited in the pool, and on a 2-core machine that slows every run measured in the
+    other workers meanwhile. Such a worker is closed after its run instead of kept warm.
+    """
+    return (env.get("OMP_WAIT_POLICY", "").strip().lower() == "active"
+            or env.get("KMP_BLOCKTIME", "").strip().lower() == "infinite")
+
+
 class WorkerPool:
     """Warm workers keyed by interpreter and environment, at most ``max_workers`` alive.
 
-    A worker that failed is discarded, so the next run with the same key gets a fresh process.
+    A worker that failed is discarded, so the next run with the same key gets a fresh process;
+    so is one whose threads would spin while it waits (:func:`spins_when_idle`).
     """
 
     def __init__(self, max_workers: int = 2) -> None:
@@ -184,7 +197,7 @@ class WorkerPool:
         return worker
 
     def release(self, worker: Worker, healthy: bool) -> None:
-        if not healthy or not worker.alive:
+        if not healthy or not worker.alive or spins_when_idle(dict(worker.key[1])):  # type: ignore[attr-defined]
             worker.close()
             return
         with self._lock:

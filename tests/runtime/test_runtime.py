@@ -41,6 +41,26 @@ def test_warm_worker_is_reused_for_the_same_environment(workload, pool):
     assert second.metrics["import_time_s"] == 0.0  # no second framework import
 
 
+def test_a_worker_whose_threads_spin_when_idle_is_not_kept_warm(workload, monkeypatch):
+    # OMP_WAIT_POLICY=active (a start-up knob tune searches): an idle warm torch worker started
+    # with it busy-waits on a core, slowing every run measured meanwhile in other workers.
+    from dltune.runtime._pool import spins_when_idle
+
+    config = TrainConfig(framework="torch", **FAST)
+    with WorkerPool(max_workers=3) as pool:
+        for policy, kept in (("passive", True), ("ACTIVE", False)):
+            monkeypatch.setenv("OMP_WAIT_POLICY", policy)
+            record = measure(workload, config, pool=pool)
+            assert record.ok and record.metrics["import_time_s"] > 0
+            warm = [dict(key[1]).get("OMP_WAIT_POLICY") for key in pool._workers]
+            assert (policy in warm) is kept, warm
+            assert all(w.alive for w in pool._workers.values())
+        # The next run with the spinning policy starts a new worker (it imports again).
+        assert measure(workload, config, pool=pool).metrics["import_time_s"] > 0
+    assert spins_when_idle({"KMP_BLOCKTIME": "infinite"}) and not spins_when_idle({"KMP_BLOCKTIME": "200"})
+    assert not spins_when_idle({})
+
+
 @pytest.mark.parametrize("threads", sorted({1, usable_cores()}))
 def test_threads_actually_used_are_reported(workload, pool, threads):
     config = TrainConfig(framework="torch", threads=ThreadConfig.uniform(threads), **FAST)
