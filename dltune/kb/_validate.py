@@ -355,12 +355,12 @@ def validate_kb(
         acc_covered.extend(acc_inside.tolist())
         # Peak memory of the runs made in a new worker process: what the memory model predicts
         # (a reused worker's is the high-water mark of the runs before it).
-        fresh = np.array([ran_in_new_process(d) for d in held])
         m_true = np.array([d["metrics"].get("peak_rss_mb") or np.nan for d in held], dtype=float)
-        mem_inside = ((m_true >= pred["peak_rss_mb_low"]) & (m_true <= pred["peak_rss_mb_high"]))[
-            fresh & np.isfinite(m_true)]
+        scored = np.array([ran_in_new_process(d) for d in held]) & np.isfinite(m_true)
+        m_true, m_low, m_high = m_true[scored], pred["peak_rss_mb_low"][scored], pred["peak_rss_mb_high"][scored]
+        mem_inside = (m_true >= m_low) & (m_true <= m_high)
+        mem_rel = np.abs(pred["peak_rss_mb"][scored] - m_true) / m_true
         mem_covered.extend(mem_inside.tolist())
-        mem_rel = (np.abs(pred["peak_rss_mb"] - m_true) / m_true)[fresh & np.isfinite(m_true)]
         mem_errors.extend(mem_rel.tolist())
         rows.append({
             "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),

@@ -22,7 +22,7 @@ from dltune._validation import check_bool, check_float, check_int
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 
 __all__ = ["AccuracySurrogate", "COST_INPUTS", "COST_TERMS", "MemorySurrogate", "QuantileGBMRegressor",
-           "TrainTimeSurrogate", "cost_terms", "workload_ranks"]
+           "SIZE_INPUTS", "SIZE_TERMS", "TrainTimeSurrogate", "cost_terms", "size_terms", "workload_ranks"]
 
 
 class QuantileGBMRegressor:
@@ -694,9 +694,6 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
             return np.zeros(len(X))
         return super()._point_target(X)
 
-    _crossed = staticmethod(_crossed)
-    _nnls = staticmethod(_nnls)
-
     def _modelled(self, X: np.ndarray, coefs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Seconds from the cost model alone (1 where there is none), with the fitted
         coefficients or ``coefs`` = (per group, per subgroup)."""
@@ -704,13 +701,13 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
             return np.ones(len(X))
         coef, sub = coefs if coefs is not None else (self.cost_coef_, self.sub_coef_)
         terms = cost_terms(X, tuple(self.cost_columns))
-        out = self._crossed(terms, X, tuple(self.group_columns)) @ coef
+        out = _crossed(terms, X, tuple(self.group_columns)) @ coef
         if len(self.subgroup_columns):
             # Framework x model where the fit saw that pair (it has costs), the framework's
             # otherwise: a fit on part of the records (one machine's) may lack a pair.
             seen = sub.reshape(len(self.subgroup_columns), -1).any(axis=1)
             known = (np.nan_to_num(X[:, list(self.subgroup_columns)]) * seen).sum(axis=1) > 0
-            fine = self._crossed(terms, X, tuple(self.subgroup_columns)) @ sub
+            fine = _crossed(terms, X, tuple(self.subgroup_columns)) @ sub
             out = np.where(known, fine, out)
         # A group the fit never saw has no costs: a tiny floor keeps the log finite.
         return np.maximum(out, 1e-6)
@@ -718,10 +715,10 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
     def _fit_costs(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ok = np.isfinite(y) & (y > 0)
         terms = cost_terms(X[ok], tuple(self.cost_columns))
-        coef = self._nnls(self._crossed(terms, X[ok], tuple(self.group_columns)), y[ok])
+        coef = _nnls(_crossed(terms, X[ok], tuple(self.group_columns)), y[ok])
         sub = np.zeros(0)
         if len(self.subgroup_columns):
-            sub = self._nnls(self._crossed(terms, X[ok], tuple(self.subgroup_columns)), y[ok])
+            sub = _nnls(_crossed(terms, X[ok], tuple(self.subgroup_columns)), y[ok])
         return coef, sub
 
     def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
