@@ -79,11 +79,16 @@ def _plain_tensorflow(spec, config, data, params, batches_per_epoch):
     import tensorflow as tf
 
     from dltune.backends._common import dense_rows_chw_to_hwc
-    from dltune.backends._tensorflow import _param_layers, build_keras_model
+    from dltune.backends._tensorflow import (
+        _param_layers,
+        build_keras_model,
+        flattened_chw,
+        takes_nchw,
+    )
 
     x_train, y_train, x_test, y_test = data
     model = build_keras_model(spec)
-    flat = spec.flatten_input_shape()
+    flat = flattened_chw(spec)
     first_dense = True
     for layer, (w, b) in zip(_param_layers(model), zip(params[::2], params[1::2], strict=True), strict=True):
         if w.ndim == 4:
@@ -93,7 +98,7 @@ def _plain_tensorflow(spec, config, data, params, batches_per_epoch):
         layer.set_weights([w, b])
     opt = keras.optimizers.SGD(learning_rate=config["learning_rate"], momentum=config["momentum"])
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    x = tf.constant(np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
+    x = tf.constant(x_train if takes_nchw(spec) else np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
     y = tf.constant(y_train)
     variables = model.trainable_variables
 
@@ -117,7 +122,7 @@ def _plain_tensorflow(spec, config, data, params, batches_per_epoch):
         return time.perf_counter() - t0, time.process_time() - c0
 
     def accuracy() -> float:
-        xt = np.ascontiguousarray(x_test.transpose(0, 2, 3, 1))
+        xt = x_test if takes_nchw(spec) else np.ascontiguousarray(x_test.transpose(0, 2, 3, 1))
         return float((np.argmax(model(xt, training=False), axis=1) == y_test).mean())
 
     return train, accuracy

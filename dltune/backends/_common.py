@@ -5,13 +5,57 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "ALIGNMENT",
+    "aligned_empty",
     "batch_order",
     "dense_rows_chw_to_hwc",
     "dense_rows_hwc_to_chw",
     "CompiledGraphTrainer",
     "graph_updates",
+    "is_aligned",
     "learning_rates",
+    "load_npy",
 ]
+
+# The byte alignment TensorFlow requires of a buffer it shares rather than copies (Eigen's
+# EIGEN_MAX_ALIGN_BYTES); numpy aligns its own allocations to 16 bytes only.
+ALIGNMENT = 64
+
+
+def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an :data:`ALIGNMENT` boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
+
+
+def is_aligned(array: np.ndarray) -> bool:
+    """Whether a framework can share ``array``'s buffer: C-contiguous, aligned, writeable."""
+    return bool(array.flags.c_contiguous and array.flags.writeable and array.ctypes.data % ALIGNMENT == 0)
+
+
+def load_npy(path: str) -> np.ndarray:
+    """A ``.npy`` file read straight into an :func:`aligned_empty` array, so that every
+    backend can share it without a copy (``np.load`` allocates 16-byte aligned arrays)."""
+    fmt = np.lib.format
+    readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+    with open(path, "rb") as f:
+        version = fmt.read_magic(f)
+        shape, fortran, dtype = readers[version](f) if version in readers else ((), True, None)
+        if fortran or dtype is None or dtype.hasobject:
+            f.seek(0)
+            return np.ascontiguousarray(np.load(f))
+        out = aligned_empty(shape, dtype)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        done = 0
+        while done < len(view):
+            got = f.readinto(view[done:])
+            if not got:
+                raise ValueError(f"{path} holds {done} of the {len(view)} bytes its header declares")
+            done += got
+    return out
 
 
 def batch_order(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:

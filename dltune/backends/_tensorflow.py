@@ -18,7 +18,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
-from dltune.backends._common import dense_rows_chw_to_hwc, dense_rows_hwc_to_chw  # noqa: E402
+from dltune.backends._common import (  # noqa: E402
+    aligned_empty,
+    dense_rows_chw_to_hwc,
+    dense_rows_hwc_to_chw,
+    is_aligned,
+)
 from dltune.models._spec import (  # noqa: E402
     Activation,
     AvgPool2D,
@@ -30,13 +35,38 @@ from dltune.models._spec import (  # noqa: E402
     ModelSpec,
 )
 
-__all__ = ["TensorFlowTrainer", "TRAINER", "build_keras_model"]
+__all__ = ["TensorFlowTrainer", "TRAINER", "build_keras_model", "flattened_chw", "host_tensor",
+           "keras_input_shape", "takes_nchw"]
+
+
+def takes_nchw(spec: ModelSpec) -> bool:
+    """Whether the model flattens its input before any convolution or pooling: then it takes
+    the samples NCHW, as dltune holds them, and its first dense layer's rows are in the
+    canonical (C, H, W) order already."""
+    for layer in spec.layers:
+        if isinstance(layer, Flatten):
+            return True
+        if not isinstance(layer, (Activation, Dropout)):
+            return False
+    return True
+
+
+def keras_input_shape(spec: ModelSpec) -> tuple[int, int, int]:
+    """One sample's shape as the Keras model takes it: NCHW where :func:`takes_nchw`, else
+    NHWC (TensorFlow's CPU convolutions need NHWC)."""
+    c, h, w = spec.input_shape
+    return (c, h, w) if takes_nchw(spec) else (h, w, c)
+
+
+def flattened_chw(spec: ModelSpec) -> tuple[int, int, int] | None:
+    """The (C, H, W) shape whose NHWC flattening the first dense layer's rows follow in the
+    Keras model (None: they follow the canonical order)."""
+    return None if takes_nchw(spec) else spec.flatten_input_shape()
 
 
 def build_keras_model(spec: ModelSpec) -> keras.Sequential:
-    """The spec as a Keras model on NHWC inputs (TensorFlow's CPU convolutions need NHWC)."""
-    c, h, w = spec.input_shape
-    layers: list[Any] = [keras.Input((h, w, c))]
+    """The spec as a Keras model on :func:`keras_input_shape` inputs."""
+    layers: list[Any] = [keras.Input(keras_input_shape(spec))]
     for layer in spec.layers:
         if isinstance(layer, Conv2D):
             layers.append(keras.layers.Conv2D(layer.filters, layer.kernel, layer.stride, layer.padding))
@@ -55,6 +85,25 @@ def build_keras_model(spec: ModelSpec) -> keras.Sequential:
         else:
             raise TypeError(f"tensorflow backend cannot build layer {layer.kind!r}")
     return keras.Sequential(layers)
+
+
+def host_tensor(array: np.ndarray) -> tf.Tensor:
+    """A CPU tensor over ``array``'s own buffer where TensorFlow can share it (C-contiguous,
+    writeable, 64-byte aligned: :func:`is_aligned`), else over an aligned copy made once.
+
+    ``tf.constant`` holds two copies of an array while it converts one (586 MB of data: 1,204
+    MB more, 618 MB once it settles), and NHWC from NCHW was one more numpy copy before that:
+    TensorFlow's peak memory grew by three to four times the data set, against one for the
+    other backends (``benchmarks/tf_data_memory.py``).
+    """
+    if not is_aligned(array):
+        shared = aligned_empty(array.shape, array.dtype)
+        np.copyto(shared, array)
+        array = shared
+    try:
+        return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+    except (AttributeError, TypeError, ValueError, BufferError):  # no DLPack: a copy after all
+        return tf.constant(array)
 
 
 def _param_layers(model: keras.Sequential) -> list[Any]:
@@ -99,7 +148,7 @@ class TensorFlowTrainer(Trainer):
             tf.config.experimental.enable_tensor_float_32_execution(False)
         with tf.device(device):
             self.model = build_keras_model(self.spec)
-        flat_chw = self.spec.flatten_input_shape()
+        flat_chw = flattened_chw(self.spec)
         tensors = iter(params)
         first_dense = True
         for layer in _param_layers(self.model):
@@ -135,7 +184,7 @@ class TensorFlowTrainer(Trainer):
         )
         self._infer = tf.function(
             lambda x: tf.argmax(self.model(x, training=False), axis=1),
-            input_signature=[tf.TensorSpec([None, *self.model.input_shape[1:]], tf.float32)],
+            input_signature=[tf.TensorSpec([None, *self.x_layout], tf.float32)],
         )
 
     def _apply(self, grads: list[tf.Tensor], lr: tf.Tensor) -> None:
@@ -179,11 +228,23 @@ class TensorFlowTrainer(Trainer):
             self._train_step(order[bounds[i] : bounds[i + 1]], lrs[i])
         return self.loss_sum.read_value()
 
+    @property
+    def x_layout(self) -> tuple[int, int, int]:
+        """The shape of one sample as the model takes it (:func:`keras_input_shape`)."""
+        return keras_input_shape(self.spec)
+
     def load_data(self, x_train, y_train, x_test, y_test) -> None:
-        with tf.device(self.device):
-            self.x_train = tf.constant(np.ascontiguousarray(x_train.transpose(0, 2, 3, 1)))
-            self.y_train = tf.constant(y_train.astype(np.int64))
-            self.x_test = tf.constant(np.ascontiguousarray(x_test.transpose(0, 2, 3, 1)))
+        # Tensors over the worker's own NCHW arrays (host_tensor): as they are where the model
+        # takes NCHW or there is one channel (the same buffer either way); otherwise one NHWC
+        # copy, transposed once here (a per-batch transpose in the graph was measured 15 %
+        # slower on a 3-channel MLP, 2 % on LeNet).
+        nhwc = self.x_layout != self.spec.input_shape
+        tensors = [host_tensor(x.transpose(0, 2, 3, 1) if nhwc else x) for x in (x_train, x_test)]
+        tensors.insert(1, host_tensor(y_train.astype(np.int64, copy=False)))
+        if not self.device.startswith("/CPU"):
+            with tf.device(self.device):
+                tensors = [tf.identity(t) for t in tensors]
+        self.x_train, self.y_train, self.x_test = tensors
 
     def compile(self) -> None:
         self._epoch.get_concrete_function()
@@ -201,7 +262,7 @@ class TensorFlowTrainer(Trainer):
         return np.concatenate(parts)
 
     def get_params(self) -> list[np.ndarray]:
-        flat_chw = self.spec.flatten_input_shape()
+        flat_chw = flattened_chw(self.spec)
         result: list[np.ndarray] = []
         first_dense = True
         for layer in _param_layers(self.model):

@@ -49,11 +49,12 @@ def _send(message: dict[str, Any]) -> None:
 
 def _load_arrays(folder: str, fingerprint: str) -> tuple[np.ndarray, ...]:
     if fingerprint not in _data_cache:
+        from dltune.backends._common import load_npy
+
         _data_cache.clear()
-        _data_cache[fingerprint] = tuple(
-            np.ascontiguousarray(np.load(os.path.join(folder, f"{part}.npy")))
-            for part in ("x_train", "y_train", "x_test", "y_test")
-        )
+        # Aligned, so that a framework can share the arrays rather than copy them.
+        _data_cache[fingerprint] = tuple(load_npy(os.path.join(folder, f"{part}.npy"))
+                                         for part in ("x_train", "y_train", "x_test", "y_test"))
     return _data_cache[fingerprint]
 
 
