@@ -28,6 +28,9 @@ class BackendInfo:
     install_hint: str
     supports_gpu: bool
     benchmarkable: bool = True
+    # Holds one NHWC copy of a data set of more than one channel for a model that convolves
+    # (dltune holds NCHW): what the memory surrogate adds as a known size.
+    copies_for_layout: bool = False
 
 
 BACKENDS: dict[str, BackendInfo] = {
@@ -36,7 +39,7 @@ BACKENDS: dict[str, BackendInfo] = {
         BackendInfo("torch", "dltune.backends._torch", "torch", "torch", "main",
                     "pip install 'dltune[torch]'", True),
         BackendInfo("tensorflow", "dltune.backends._tensorflow", "tensorflow", "tensorflow-cpu",
-                    "main", "pip install 'dltune[tensorflow]'", True),
+                    "main", "pip install 'dltune[tensorflow]'", True, copies_for_layout=True),
         BackendInfo("mxnet", "dltune.backends._mxnet", "mxnet", "mxnet", "legacy",
                     "dltune env install legacy", False),
         BackendInfo("theano", "dltune.backends._theano", "theano", "theano", "legacy",

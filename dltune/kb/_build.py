@@ -188,7 +188,7 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
         machines.append(machine)
     return {
         "suite": suite,
-        "frameworks": frameworks,
+        "frameworks": list(old.get("frameworks", [])) + [f for f in frameworks if f not in old.get("frameworks", [])],
         "machines": machines,
         "host_versions": _library_versions(),
         "sessions": sessions + [{"command": command, "started_at": now_iso(), "budget_s": budget_s,
@@ -202,7 +202,8 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
             "framework's default preset with epochs capped at the workload's max_epochs "
             "(published defaults run 11-350 epochs); the first configurations repeated with seed 1, "
             "and once more each in a new worker process (kind 'fresh': the peak memory a training "
-            "process needs; a reused worker's is the high-water mark of all its runs); with "
+            "process needs; a reused worker's is the high-water mark of all its runs; a backend "
+            "whose process memory changed since measures them again: FRESH_REVISIONS); with "
             "all_cores (dltune kb calibrate on more than 2 usable cores) each space-filling "
             "configuration once more with every usable core (kind 'all-cores'). "
             "Runs are dealt in rounds, cheapest first, so a budget-limited build covers every pair."
@@ -292,6 +293,11 @@ def build_kb(
         done = store.done_keys()
         todo = [p for p in plan if p.key not in done]
         provenance = _provenance(folder, suite, frameworks, command, plan, budget_s)
+        # A session that measures some of the folder's frameworks (--frameworks) leaves the
+        # others' runs in the folder: the folder's frameworks and plan cover them all.
+        if provenance["frameworks"] != frameworks:
+            provenance["planned_runs"] = len(machine_plan(suite, provenance["frameworks"], configs_per_pair,
+                                                          repeats, fresh, all_cores))
         _write_provenance(folder, provenance)
         own_pool = pool is None
         if own_pool:

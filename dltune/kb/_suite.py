@@ -21,9 +21,14 @@ from typing import Any
 from dltune._validation import check_choice, check_int
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 
-__all__ = ["CALIBRATION_PLAN", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
+__all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
+# Per backend, how often what its training process holds has changed since the knowledge base
+# first measured it: a new revision gives its fresh-process runs new keys, so that a resumed
+# build measures their peak memory again (the memory model leaves the older ones out:
+# dltune.surrogate._features.MEMORY_CHANGED). TensorFlow: 1 since it shares the worker's arrays.
+FRESH_REVISIONS = {"tensorflow": 1}
 PRESET_ROUND = 3
 
 
@@ -238,9 +243,10 @@ def plan_suite(
             # The same configurations once more, each in a new worker process: peak memory of a
             # warm worker is the high-water mark of every run before it; of a fresh one, what
             # a user's own training process needs (the memory surrogate learns from these).
+            # A backend whose memory changed since (FRESH_REVISIONS) measures them again.
             for config, _, kind in runs[:fresh]:
                 if kind == "space-filling":
-                    runs.append((config, 2, "fresh"))
+                    runs.append((config, 2 + FRESH_REVISIONS.get(framework, 0), "fresh"))
             if all_cores is not None and all_cores > max_threads:
                 runs.extend((config.replace(threads=_threads(all_cores)), 0, "all-cores")
                             for config, _, kind in list(runs) if kind == "space-filling")

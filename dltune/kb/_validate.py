@@ -304,7 +304,7 @@ def validate_kb(
     from dltune.kb._store import load_shipped_records
     from dltune.recommend._recommend import OBJECTIVES, pick
     from dltune.surrogate import PerformanceModel, record_row, usable_records
-    from dltune.surrogate._features import ran_in_new_process
+    from dltune.surrogate._features import memory_as_now, ran_in_new_process
     from dltune.surrogate._model import display_name, epochs_ran, workload_label
 
     check_choice("objective", objective, OBJECTIVES)
@@ -356,7 +356,7 @@ def validate_kb(
         # Peak memory of the runs made in a new worker process: what the memory model predicts
         # (a reused worker's is the high-water mark of the runs before it).
         m_true = np.array([d["metrics"].get("peak_rss_mb") or np.nan for d in held], dtype=float)
-        scored = np.array([ran_in_new_process(d) for d in held]) & np.isfinite(m_true)
+        scored = np.array([ran_in_new_process(d) and memory_as_now(d) for d in held]) & np.isfinite(m_true)
         m_true, m_low, m_high = m_true[scored], pred["peak_rss_mb_low"][scored], pred["peak_rss_mb_high"][scored]
         mem_inside = (m_true >= m_low) & (m_true <= m_high)
         mem_rel = np.abs(pred["peak_rss_mb"][scored] - m_true) / m_true

@@ -22,6 +22,7 @@ from dltune.config import LR_RANGES, OPTIMIZERS
 
 __all__ = [
     "FeatureEncoder",
+    "MEMORY_CHANGED",
     "WORKLOAD_FEATURES",
     "HARDWARE_FEATURES",
     "ran_in_new_process",
@@ -29,6 +30,7 @@ __all__ = [
     "total_work",
     "workload_vector",
     "hardware_vector",
+    "memory_as_now",
 ]
 
 # (name, meta key, log-transform)
@@ -88,6 +90,29 @@ def ran_in_new_process(data: dict[str, Any]) -> bool:
     and its peak memory is the run's own, not the high-water mark of earlier runs.
     """
     return ((data.get("metrics") or {}).get("import_time_s") or 0) > 0
+
+
+# Backends whose training process holds another amount of memory since the time given: peak
+# memory measured before then is not what the backend needs now, so the memory model leaves it
+# out. TensorFlow copied the data set into tf.constant tensors until 2026-12-05 (at peak 3-4
+# times the data set, against 1-2.5 since: benchmarks/tf_data_memory.py); since then it shares
+# the worker's arrays (dltune.backends._tensorflow.host_tensor).
+MEMORY_CHANGED = {"tensorflow": "2026-12-05T02:45:00+00:00"}
+
+
+def memory_as_now(data: dict[str, Any]) -> bool:
+    """Whether a record's peak memory is what its backend needs now (:data:`MEMORY_CHANGED`);
+    a record without its finish time is taken as current."""
+    since = MEMORY_CHANGED.get(str((data.get("config") or {}).get("framework")))
+    finished = data.get("finished_at")
+    if since is None or not finished:
+        return True
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(finished)) >= datetime.fromisoformat(since)
+    except ValueError:
+        return True
 
 
 @functools.lru_cache(maxsize=256)

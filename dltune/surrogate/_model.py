@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
+from dltune.backends import BACKENDS
 from dltune.hardware._hardware import cpu_identity
 from dltune.surrogate._estimators import (
     SIZE_INPUTS,
@@ -26,6 +27,7 @@ from dltune.surrogate._features import (
     FeatureEncoder,
     _threads,
     hardware_vector,
+    memory_as_now,
     ran_in_new_process,
     record_row,
     workload_vector,
@@ -34,7 +36,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 21
+FORMAT_VERSION = 22
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -328,7 +330,10 @@ class PerformanceModel:
                                    group_columns=groups, subgroup_columns=subgroups,
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
                 MemorySurrogate(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
-                                group_columns=groups, max_iter=self.max_iter,
+                                group_columns=groups, layout_copy_columns=tuple(
+                                    i for i, n in enumerate(names)
+                                    if n.startswith("fw_") and n[3:] in BACKENDS and BACKENDS[n[3:]].copies_for_layout),
+                                max_iter=self.max_iter,
                                 tree_columns=speed_trees, **kw))
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
@@ -385,14 +390,28 @@ class PerformanceModel:
                                take(frameworks, timed), others)
         self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, threads, now)
         # Peak memory from runs in a new worker process where there are enough: a reused
-        # worker's resident memory is the high-water mark of every run before it.
-        fresh = [i for i, row in enumerate(rows) if row["fresh"]]
-        memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else list(range(len(data)))
+        # worker's resident memory is the high-water mark of every run before it. Runs of a
+        # backend that held more memory then than it does now are left out (memory_as_now).
+        current = [i for i in range(len(data)) if memory_as_now(data[i])] or list(range(len(data)))
+        fresh = [i for i in current if rows[i]["fresh"]]
+        memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else current
+        # The memory model's own reference machine: the one whose memory rows cover the most
+        # frameworks (then: the most rows). The others' factors are measured against a model
+        # of its rows, so it must have measured every framework: since TensorFlow's older runs
+        # are left out, only the machine that measured them again has TensorFlow's memory.
+        covered = Counter(machines[i] for i in memory_rows)
+        kinds: dict[str, set[str]] = {}
+        for i in memory_rows:
+            kinds.setdefault(machines[i], set()).add(frameworks[i])
+        self.memory_reference_machine_ = max(
+            covered, key=lambda m: (len(kinds[m]) if covered[m] >= MIN_FRESH_RECORDS else 0, covered[m]))
+        memory_others = {m for m, n in counts.items()
+                         if m != self.memory_reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_memory_ = self._fit_per_machine(
             self.memory_, X[memory_rows], np.array([data[i]["metrics"]["peak_rss_mb"] for i in memory_rows]),
             [groups[i] for i in memory_rows], [machines[i] for i in memory_rows],
             [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows],
-            [threads[i] for i in memory_rows], others, 2, spread=True)
+            [threads[i] for i in memory_rows], memory_others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
         self.n_records_ = len(data)
@@ -1003,6 +1022,7 @@ class PerformanceModel:
             "frameworks": self.frameworks_, "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
+            "memory_reference_machine": self.memory_reference_machine_,
             "machine_memory": self.machine_memory_,
             "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
             "machine_now": self.machine_now_, "machine_now_info": self.machine_now_info_,
@@ -1054,6 +1074,7 @@ class PerformanceModel:
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]
         model.reference_machine_ = state["reference_machine"]
+        model.memory_reference_machine_ = state.get("memory_reference_machine", model.reference_machine_)
         model.machine_speed_ = state["machine_speed"]
         model.machine_memory_ = state["machine_memory"]
         model.machine_now_ = state["machine_now"]

@@ -299,6 +299,22 @@ def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monke
     assert len(provenance["machines"]) == 2 and len(provenance["sessions"]) == 3
 
 
+def test_a_session_measuring_some_frameworks_keeps_the_folders_others_in_the_provenance(tmp_path):
+    """``--frameworks tensorflow`` on a folder of four frameworks (TensorFlow's fresh runs
+    measured again) must not make the provenance say the folder holds TensorFlow alone."""
+    from dltune.kb._build import machine_plan
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "provenance.json").write_text(json.dumps({"frameworks": ["pytensor", "numpy"], "sessions": []}))
+    build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert provenance["frameworks"] == ["pytensor", "numpy"]
+    assert provenance["planned_runs"] == len(machine_plan("tiny", ["pytensor", "numpy"], 24, 3, 3))
+    assert provenance["planned_runs"] > len(machine_plan("tiny", ["numpy"], 24, 3, 3))
+    assert provenance["sessions"][-1]["command"]
+
+
 def test_steal_share_of_the_cpu_time_between_two_readings():
     from collections import namedtuple
 

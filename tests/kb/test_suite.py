@@ -4,7 +4,7 @@ import pytest
 
 from dltune._errors import ParameterError
 from dltune.kb import SUITES, plan_suite
-from dltune.kb._suite import run_key
+from dltune.kb._suite import FRESH_REVISIONS, run_key
 
 
 def test_reference_suite_spans_the_design():
@@ -48,6 +48,20 @@ def test_plan_holds_presets_repeats_and_both_thread_targets():
     assert (1, 1) in threads and (2, None) in threads  # 1 thread pinned to one core: 1-core target
     repeats = [p for p in plan if p.kind == "repeat"]
     assert all(p.repeat == 1 and p.config.seed == 1 for p in repeats)
+
+
+def test_a_backend_whose_memory_changed_measures_its_fresh_runs_again():
+    """TensorFlow's fresh-process runs of the first builds held the data set 3-4 times over:
+    its runs in a new process get new keys (a resumed build measures them again); the same
+    configurations, and every other run, keep theirs."""
+    plan = plan_suite("reference", ["torch", "tensorflow"], configs_per_pair=4, repeats=1)
+    fresh = {fw: [p for p in plan if p.kind == "fresh" and p.config.framework == fw] for fw in ("torch", "tensorflow")}
+    assert FRESH_REVISIONS == {"tensorflow": 1}
+    assert {p.repeat for p in fresh["torch"]} == {2} and {p.repeat for p in fresh["tensorflow"]} == {3}
+    assert len(fresh["tensorflow"]) == len(fresh["torch"]) == 3 * len(SUITES["reference"])
+    for p in fresh["tensorflow"]:
+        assert p.key == run_key(p.workload, p.config, 3) != run_key(p.workload, p.config, 2)
+    assert {p.repeat for p in plan if p.kind != "fresh"} <= {0, 1}
     assert {p.config.optimizer for p in plan} == {"sgd", "momentum", "adam"}
 
 

@@ -138,17 +138,21 @@ def test_train_time_cost_model_needs_every_cost_column():
 
 def _size_rows(rng, n):
     """Columns: log training samples, log test samples, log input values, log parameters,
-    log2 batch, log activations per sample, then two frameworks one-hot; memory in MB that
-    framework 0 takes as 200 + 3 x the data + 2 x the parameters + the batch's activations,
-    framework 1 as 100 + 0.5 x the data + 4 x the parameters."""
+    log2 batch, log activations per sample, channels, convolution outputs per sample, then two
+    frameworks one-hot; memory in MB that framework 0 takes as 200 + 3 x the data + 2 x the
+    parameters + the batch's activations (+ the data once more for a convolving model on more
+    than one channel: it converts the layout), framework 1 as 100 + 0.5 x the data + 4 x the
+    parameters."""
     n_train = rng.choice([300.0, 1000.0, 4000.0], size=n)
     inputs = rng.choice([64.0, 256.0, 1024.0], size=n)
     params = rng.choice([5e4, 2e5, 1e6], size=n)
     batch = rng.choice([16.0, 64.0, 256.0], size=n)
     act = rng.choice([500.0, 5000.0], size=n)
+    channels = rng.choice([1.0, 3.0], size=n)
+    conv = rng.choice([0.0, 8000.0], size=n)
     f = rng.integers(0, 2, size=n).astype(float)
     X = np.column_stack([np.log(n_train), np.log(n_train / 4), np.log(inputs), np.log(params),
-                         np.log2(batch), np.log(act), 1 - f, f])
+                         np.log2(batch), np.log(act), channels, conv, 1 - f, f])
     return X, _size_mb(X)
 
 
@@ -156,25 +160,31 @@ def _size_mb(X):
     mb = 4.0 / 2**20
     data = (np.exp(X[:, 0]) + np.exp(X[:, 1])) * np.exp(X[:, 2]) * mb
     params, acts = np.exp(X[:, 3]) * mb, np.exp2(X[:, 4]) * np.exp(X[:, 5]) * mb
-    return X[:, 6] * (200 + 3 * data + 2 * params + acts) + X[:, 7] * (100 + 0.5 * data + 4 * params)
+    copy = data * ((X[:, 6] > 1) & (X[:, 7] > 0))
+    return X[:, 8] * (200 + 3 * data + 2 * params + acts + copy) + X[:, 9] * (100 + 0.5 * data + 4 * params)
 
 
 def test_memory_is_a_sum_of_sizes_and_extrapolates_to_larger_data():
     X, mb = _size_rows(np.random.default_rng(5), 200)
-    est = MemorySurrogate(size_columns=tuple(range(6)), group_columns=(6, 7), max_iter=5,
-                          calibrate=False).fit(X, mb)
+    est = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), layout_copy_columns=(8,),
+                          max_iter=5, calibrate=False).fit(X, mb)
     assert np.all(est.size_coef_ >= 0)
     assert est.size_coef_ == pytest.approx([200, 3, 2, 1, 100, 0.5, 4, 0], abs=1e-6)
     # 50,000 samples of 32x32x3: 25x the largest data set measured; trees alone hold the last.
     far = np.array([[np.log(50_000.0), np.log(10_000.0), np.log(3072.0), np.log(1e6), 8.0,
-                     np.log(5000.0), 1 - f, f] for f in (0.0, 1.0)])
+                     np.log(5000.0), 3.0, conv, 1 - f, f] for f in (0.0, 1.0) for conv in (0.0, 8000.0)])
     assert est.predict(far) == pytest.approx(_size_mb(far), rel=1e-6)
+    assert est.predict(far[[1]])[0] - est.predict(far[[0]])[0] == pytest.approx(703.125, rel=1e-6)  # the copy
     alone = MemorySurrogate(max_iter=50, calibrate=False).fit(X, mb)
     assert np.all(alone.predict(far) < 0.5 * _size_mb(far))
-    restored = MemorySurrogate(size_columns=tuple(range(6)), group_columns=(6, 7))
+    restored = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), layout_copy_columns=(8,))
     restored.load_arrays(est.to_arrays("m."), "m.")
     assert np.array_equal(restored.predict(far), est.predict(far))
-    with pytest.raises(ParameterError, match=r"The 'size_columns' parameter must name 6 columns \(log_n_train, "):
+    # Not told which framework copies, one data coefficient cannot fit both of its layouts.
+    unaware = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), max_iter=5,
+                              calibrate=False).fit(X, mb)
+    assert np.abs(unaware.predict(far) / _size_mb(far) - 1).max() > 0.05
+    with pytest.raises(ParameterError, match=r"The 'size_columns' parameter must name 8 columns \(log_n_train, "):
         MemorySurrogate(size_columns=(0, 1)).fit(X, mb)
 
 

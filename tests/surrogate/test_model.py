@@ -16,7 +16,7 @@ from dltune.surrogate import (
     load_storage_records,
     record_row,
 )
-from dltune.surrogate._features import ran_in_new_process
+from dltune.surrogate._features import memory_as_now, ran_in_new_process
 from dltune.surrogate._model import intra_threads, workload_label
 
 pytestmark = pytest.mark.slow
@@ -163,6 +163,26 @@ def test_memory_is_learned_from_fresh_worker_runs_when_there_are_enough(tiny_kb)
     assert PerformanceModel(max_iter=20, calibrate=False).fit(few).n_memory_records_ == len(records)
 
 
+def test_memory_measured_before_a_backends_memory_changed_is_left_out(tiny_kb, monkeypatch):
+    """A backend that held more memory then than it does now (TensorFlow copied the data set
+    until 2026-12-05): its earlier peaks would teach the memory model what it no longer needs."""
+    from dltune.surrogate import _features
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    for i, d in enumerate(records):
+        before = i % 2 == 0
+        d["metrics"] = dict(d["metrics"], import_time_s=1.0, peak_rss_mb=5000.0 if before else 100.0)
+        d["finished_at"] = "2026-01-01T10:00:00.000+00:00" if before else "2026-12-06T10:00:00.000+00:00"
+    assert ran_in_new_process(records[0]) and memory_as_now(records[0])
+    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+    assert not memory_as_now(records[0]) and memory_as_now(records[1])
+    assert memory_as_now({k: v for k, v in records[0].items() if k != "finished_at"})  # unknown: current
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records)
+    assert model.n_memory_records_ == len(records) // 2
+    assert model.predict([record_row(d) for d in records])["peak_rss_mb"].max() < 200
+    assert memory_as_now(dict(records[0], config=dict(records[0]["config"], framework="torch")))
+
+
 def test_unknown_framework_is_refused(model, tiny_kb):
     row = record_row(RecordStore(tiny_kb).records()[0])
     row["config"] = dict(row["config"], framework="caffe")
@@ -248,6 +268,30 @@ def _on_another_machine(records, n, slower, memory=1.5):
                         metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower,
                                      peak_rss_mb=d["metrics"]["peak_rss_mb"] * memory)))
     return out
+
+
+def test_memory_is_referred_to_the_machine_that_measured_every_framework_as_it_is_now(tiny_kb, monkeypatch):
+    """The machine with most records measured a backend's memory before it changed; another
+    measured it again since. The memory model is fitted on the second's runs (its reference
+    must have every framework), and the first, with none left of that backend, is predicted
+    at the second's level rather than from its stale runs."""
+    from dltune.surrogate import _features
+    from dltune.surrogate._model import machine_key
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    for d in records:
+        d["metrics"] = dict(d["metrics"], import_time_s=1.0, peak_rss_mb=5000.0)
+        d["finished_at"] = "2026-01-01T10:00:00.000+00:00"
+    again = _on_another_machine(records, len(records) // 2, slower=1.0, memory=100.0 / 5000.0)
+    for d in again:
+        d["finished_at"] = "2026-12-06T10:00:00.000+00:00"
+    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(records + again)
+    first, second = machine_key(records[0]["hardware"]), machine_key(again[0]["hardware"])
+    assert model.reference_machine_ == first and model.memory_reference_machine_ == second
+    assert model.n_memory_records_ == len(again)
+    pred = model.predict([record_row(d) for d in records])["peak_rss_mb"]
+    assert pred.max() < 200  # 100 MB as measured again, not the stale 5,000
 
 
 def test_more_threads_than_a_calibrated_machine_measured_are_flagged_and_hedged(tiny_kb):
