@@ -28,8 +28,10 @@ class BackendInfo:
     install_hint: str
     supports_gpu: bool
     benchmarkable: bool = True
-    # Holds one NHWC copy of a data set of more than one channel for a model that convolves
-    # (dltune holds NCHW): what the memory surrogate adds as a known size.
+    # Copies of the data set the backend holds beside the worker's arrays, which the memory
+    # surrogate adds as known sizes: one always (copies_data), or one NHWC copy of a data set
+    # of more than one channel for a model that convolves (copies_for_layout; dltune holds NCHW).
+    copies_data: bool = False
     copies_for_layout: bool = False
 
 
@@ -41,11 +43,11 @@ BACKENDS: dict[str, BackendInfo] = {
         BackendInfo("tensorflow", "dltune.backends._tensorflow", "tensorflow", "tensorflow-cpu",
                     "main", "pip install 'dltune[tensorflow]'", True, copies_for_layout=True),
         BackendInfo("mxnet", "dltune.backends._mxnet", "mxnet", "mxnet", "legacy",
-                    "dltune env install legacy", False),
+                    "dltune env install legacy", False, copies_data=True),
         BackendInfo("theano", "dltune.backends._theano", "theano", "theano", "legacy",
                     "dltune env install legacy", False),
         BackendInfo("pytensor", "dltune.backends._pytensor", "pytensor", "pytensor", "main",
-                    "pip install 'dltune[pytensor]'", False),
+                    "pip install 'dltune[pytensor]'", False, copies_data=True),
         BackendInfo("numpy", "dltune.backends._numpy", "numpy", "numpy", "main",
                     "pip install numpy", False, benchmarkable=True),
     )

@@ -22,7 +22,7 @@ from dltune._validation import check_bool, check_float, check_int
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 
 __all__ = ["AccuracySurrogate", "COST_INPUTS", "COST_TERMS", "MemorySurrogate", "QuantileGBMRegressor",
-           "SIZE_INPUTS", "SIZE_TERMS", "TrainTimeSurrogate", "cost_terms", "layout_copy_mb", "size_terms",
+           "SIZE_INPUTS", "SIZE_TERMS", "TrainTimeSurrogate", "cost_terms", "held_data_mb", "size_terms",
            "workload_ranks"]
 
 
@@ -467,35 +467,47 @@ class AccuracySurrogate(QuantileGBMRegressor):
 # What ``MemorySurrogate.size_columns`` must point at, in this order.
 SIZE_INPUTS = ("log_n_train", "log_n_test", "log_input_size", "log_param_count", "log2_batch",
                "log_activations_per_sample", "channels", "conv_outputs_per_sample")
-# The memory terms, in MB per unit (float32 values); each gets a non-negative coefficient per group.
-SIZE_TERMS = ("process", "data", "parameters", "batch_activations")
+# The fitted memory terms, in MB per unit (float32 values); each gets a non-negative coefficient
+# per group. The data set's own term is known, not fitted (held_data_mb).
+SIZE_TERMS = ("process", "parameters", "batch_activations")
+
+
+def _data_mb(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
+    log_n, log_test, log_inputs = (np.nan_to_num(X[:, c], nan=-np.inf) for c in size_columns[:3])
+    with np.errstate(over="ignore", invalid="ignore"):
+        data = (np.exp(log_n) + np.exp(log_test)) * np.exp(log_inputs) * (4.0 / 2**20)
+    return np.nan_to_num(data, nan=0.0, posinf=0.0)
 
 
 def size_terms(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
-    """The additive memory terms of a training process (see :class:`MemorySurrogate`), in MB of
-    float32 values: 1 (the process and its libraries), the data set (training and test samples
-    x input values), the parameters, and one batch's activations."""
-    log_n, log_test, log_inputs, log_params, log2_batch, log_act = (np.nan_to_num(X[:, c], nan=-np.inf)
-                                                                   for c in size_columns[:6])
+    """The fitted memory terms of a training process (see :class:`MemorySurrogate`), in MB of
+    float32 values: 1 (the process and its libraries), the parameters, and one batch's
+    activations."""
+    log_params, log2_batch, log_act = (np.nan_to_num(X[:, c], nan=-np.inf) for c in size_columns[3:6])
     mb = 4.0 / 2**20
     with np.errstate(over="ignore", invalid="ignore"):
-        terms = np.column_stack([
-            np.ones(len(X)), (np.exp(log_n) + np.exp(log_test)) * np.exp(log_inputs) * mb,
-            np.exp(log_params) * mb, np.exp2(log2_batch) * np.exp(log_act) * mb,
-        ])
+        terms = np.column_stack([np.ones(len(X)), np.exp(log_params) * mb,
+                                 np.exp2(log2_batch) * np.exp(log_act) * mb])
     return np.nan_to_num(terms, nan=0.0, posinf=0.0)
 
 
-def layout_copy_mb(X: np.ndarray, size_columns: tuple[int, ...], columns: tuple[int, ...]) -> np.ndarray:
-    """MB of the one NHWC copy of the data set a backend among ``columns`` (one-hot columns of
-    ``X``) holds for a model that convolves inputs of more than one channel (dltune holds NCHW;
-    TensorFlow's convolutions take NHWC: ``dltune.backends._tensorflow.load_data``); 0 elsewhere."""
-    if not columns or not len(X):
-        return np.zeros(len(X))
-    data = size_terms(X, size_columns)[:, 1]
-    channels, conv = (np.nan_to_num(X[:, c]) for c in size_columns[6:8])
-    held = np.nan_to_num(X[:, list(columns)]).sum(axis=1) > 0
-    return np.where(held & (channels > 1) & (conv > 0), data, 0.0)
+def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...], copy_columns: tuple[int, ...] = (),
+                 layout_copy_columns: tuple[int, ...] = ()) -> np.ndarray:
+    """MB of the data set (training and test samples x input values, float32) a training
+    process holds, known from how dltune hands it over: the worker's own arrays (every backend);
+    one copy more for a backend among ``copy_columns`` (one-hot columns of ``X``: MXNet's
+    ``mx.nd.array``, PyTensor's ``shared``); one NHWC copy more for a backend among
+    ``layout_copy_columns`` where the model convolves more than one channel (dltune holds NCHW;
+    TensorFlow's convolutions take NHWC: ``dltune.backends._tensorflow.load_data``)."""
+    data = _data_mb(X, size_columns)
+    copies = np.ones(len(X))
+    if copy_columns:
+        copies += np.nan_to_num(X[:, list(copy_columns)]).sum(axis=1) > 0
+    if layout_copy_columns:
+        channels, conv = (np.nan_to_num(X[:, c]) for c in size_columns[6:8])
+        held = np.nan_to_num(X[:, list(layout_copy_columns)]).sum(axis=1) > 0
+        copies += held & (channels > 1) & (conv > 0)
+    return data * copies
 
 
 def _crossed(terms: np.ndarray, X: np.ndarray, groups: tuple[int, ...]) -> np.ndarray:
@@ -525,29 +537,29 @@ class MemorySurrogate(QuantileGBMRegressor):
     With ``size_columns`` (the columns named in :data:`SIZE_INPUTS`) and ``group_columns``
     (one-hot frameworks) the memory is modelled as
 
-        MB = process + data set x a + parameters x b + batch activations x c
-             (+ one NHWC copy of the data set, for ``layout_copy_columns``)
+        MB = process + parameters x b + batch activations x c + the data set it holds
 
     (sizes in MB of float32 values) with non-negative coefficients per group, fitted by
     non-negative least squares on relative errors: what the framework and its libraries take,
-    and how many copies of the data set, the weights (gradients, optimizer state) and one
-    batch's activations it keeps. Trees on the log ratio of measured to modelled memory correct
-    the point and give the interval. The sizes let the model extrapolate to a data set larger
-    than any measured, which trees on the log memory alone cannot: the knowledge base's
-    largest (10,000 samples of 32x32x3, 141 MB of float32) took 1.1 GB in TensorFlow (800 MB
-    since it shares the data), 300-520 MB in the others, and left out of the fit it was
-    predicted 80-350 MB low (none of its 12 runs inside the interval). Without ``size_columns`` the trees learn the log memory alone.
+    and how many copies of the weights (gradients, optimizer state) and of one batch's
+    activations it keeps. The data set it holds is known, not fitted (:func:`held_data_mb`: the
+    worker's arrays, and the copies ``copy_columns`` and ``layout_copy_columns`` name). Trees on
+    the log ratio of measured to modelled memory correct the point and give the interval. The
+    sizes let the model extrapolate to a data set larger than any measured, which trees on the
+    log memory alone cannot: the knowledge base's largest (10,000 samples of 32x32x3, 141 MB of
+    float32) took 1.1 GB in TensorFlow (800 MB since it shares the data), 300-520 MB in the
+    others, and left out of the fit it was predicted 80-350 MB low (none of its 12 runs inside
+    the interval). Without ``size_columns`` the trees learn the log memory alone.
 
-    ``layout_copy_columns`` (one-hot group columns): backends that hold one NHWC copy of a
-    multi-channel data set for a model that convolves (:func:`layout_copy_mb`, a known size
-    added with coefficient 1, not fitted). Fitted instead, one data coefficient for TensorFlow's
-    models that share the data and those that copy it came out at 0.84 copies, and a 50,000 x
-    32x32x3 cifar_quick was predicted at 1,344 MB against 1,964 measured; a term fitted per
-    layout took up other effects of the small data sets (3.3 copies) and predicted 3,099.
+    Fitted, a data coefficient per framework rests on the few large data sets: with the
+    largest held out they came out at 1.3-2.6 copies and its runs were predicted 19 % off;
+    known, 9 %. A 50,000 x 32x32x3 cifar_quick (1,964 MB in TensorFlow, 1,062 in torch): 2,065
+    and 1,146 MB predicted, inside the intervals; fitted, 1,941 and 935 (torch outside).
     """
 
     def __init__(self, size_columns: tuple[int, ...] = (), group_columns: tuple[int, ...] = (),
-                 layout_copy_columns: tuple[int, ...] = (), coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
+                 copy_columns: tuple[int, ...] = (), layout_copy_columns: tuple[int, ...] = (),
+                 coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
                  random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
@@ -555,19 +567,21 @@ class MemorySurrogate(QuantileGBMRegressor):
                          l2_regularization, calibrate, cv, random_state, tree_columns)
         self.size_columns = size_columns
         self.group_columns = group_columns
+        self.copy_columns = copy_columns
         self.layout_copy_columns = layout_copy_columns
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"size_columns": tuple(self.size_columns), "group_columns": tuple(self.group_columns),
-                "layout_copy_columns": tuple(self.layout_copy_columns), **super().get_params(deep)}
+                "copy_columns": tuple(self.copy_columns), "layout_copy_columns": tuple(self.layout_copy_columns),
+                **super().get_params(deep)}
 
-    def _copy_mb(self, X: np.ndarray) -> np.ndarray:
-        return layout_copy_mb(X, tuple(self.size_columns), tuple(self.layout_copy_columns))
+    def _held_mb(self, X: np.ndarray) -> np.ndarray:
+        return held_data_mb(X, tuple(self.size_columns), tuple(self.copy_columns), tuple(self.layout_copy_columns))
 
     def _fit_sizes(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         ok = np.isfinite(y) & (y > 0)
         terms = size_terms(X[ok], tuple(self.size_columns))
-        return _nnls(_crossed(terms, X[ok], tuple(self.group_columns)), y[ok], self._copy_mb(X[ok]))
+        return _nnls(_crossed(terms, X[ok], tuple(self.group_columns)), y[ok], self._held_mb(X[ok]))
 
     def _modelled(self, X: np.ndarray, coef: np.ndarray | None = None) -> np.ndarray:
         """MB from the sizes alone (1 where there are none)."""
@@ -575,7 +589,7 @@ class MemorySurrogate(QuantileGBMRegressor):
             return np.ones(len(X))
         coef = self.size_coef_ if coef is None else coef
         out = (_crossed(size_terms(X, tuple(self.size_columns)), X, tuple(self.group_columns)) @ coef
-               + self._copy_mb(X))
+               + self._held_mb(X))
         # A group the fit never saw has no sizes: a floor keeps the log finite.
         return np.maximum(out, 1e-6)
 

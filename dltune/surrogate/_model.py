@@ -135,6 +135,14 @@ def intra_threads(config: dict[str, Any], hardware: dict[str, Any]) -> int | Non
     return int(intra) if math.isfinite(intra) else None
 
 
+def _backend(feature: str) -> Any:
+    """What dltune knows of the backend of a framework feature (``fw_<name>``); one it does not
+    know holds no copies of its own."""
+    from dltune.backends import BackendInfo
+
+    return BACKENDS.get(feature[3:]) or BackendInfo(feature[3:], "", "", "", "", "", False)
+
+
 def machine_key(hardware: dict[str, Any]) -> str:
     """One machine as the training-time calibration tells machines apart: CPU identity
     (:func:`cpu_identity`), logical cores and memory (the 1-core affinity target of a machine
@@ -330,9 +338,9 @@ class PerformanceModel:
                                    group_columns=groups, subgroup_columns=subgroups,
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
                 MemorySurrogate(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
-                                group_columns=groups, layout_copy_columns=tuple(
-                                    i for i, n in enumerate(names)
-                                    if n.startswith("fw_") and n[3:] in BACKENDS and BACKENDS[n[3:]].copies_for_layout),
+                                group_columns=groups,
+                                copy_columns=tuple(i for i in groups if _backend(names[i]).copies_data),
+                                layout_copy_columns=tuple(i for i in groups if _backend(names[i]).copies_for_layout),
                                 max_iter=self.max_iter,
                                 tree_columns=speed_trees, **kw))
 

@@ -10,6 +10,7 @@ from dltune.surrogate import (
     QuantileGBMRegressor,
     TrainTimeSurrogate,
 )
+from dltune.surrogate._estimators import held_data_mb
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 
 
@@ -139,10 +140,10 @@ def test_train_time_cost_model_needs_every_cost_column():
 def _size_rows(rng, n):
     """Columns: log training samples, log test samples, log input values, log parameters,
     log2 batch, log activations per sample, channels, convolution outputs per sample, then two
-    frameworks one-hot; memory in MB that framework 0 takes as 200 + 3 x the data + 2 x the
-    parameters + the batch's activations (+ the data once more for a convolving model on more
-    than one channel: it converts the layout), framework 1 as 100 + 0.5 x the data + 4 x the
-    parameters."""
+    frameworks one-hot; memory in MB that framework 0 takes as 200 + 2 x the parameters + the
+    batch's activations + the data set (once more for a convolving model on more than one
+    channel: it converts the layout), framework 1 as 100 + 4 x the parameters + the data set
+    twice (a copy of its own)."""
     n_train = rng.choice([300.0, 1000.0, 4000.0], size=n)
     inputs = rng.choice([64.0, 256.0, 1024.0], size=n)
     params = rng.choice([5e4, 2e5, 1e6], size=n)
@@ -161,15 +162,19 @@ def _size_mb(X):
     data = (np.exp(X[:, 0]) + np.exp(X[:, 1])) * np.exp(X[:, 2]) * mb
     params, acts = np.exp(X[:, 3]) * mb, np.exp2(X[:, 4]) * np.exp(X[:, 5]) * mb
     copy = data * ((X[:, 6] > 1) & (X[:, 7] > 0))
-    return X[:, 8] * (200 + 3 * data + 2 * params + acts + copy) + X[:, 9] * (100 + 0.5 * data + 4 * params)
+    return X[:, 8] * (200 + data + 2 * params + acts + copy) + X[:, 9] * (100 + 2 * data + 4 * params)
+
+
+def _memory(**kw):
+    return MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), copy_columns=(9,),
+                           layout_copy_columns=(8,), **kw)
 
 
 def test_memory_is_a_sum_of_sizes_and_extrapolates_to_larger_data():
     X, mb = _size_rows(np.random.default_rng(5), 200)
-    est = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), layout_copy_columns=(8,),
-                          max_iter=5, calibrate=False).fit(X, mb)
+    est = _memory(max_iter=5, calibrate=False).fit(X, mb)
     assert np.all(est.size_coef_ >= 0)
-    assert est.size_coef_ == pytest.approx([200, 3, 2, 1, 100, 0.5, 4, 0], abs=1e-6)
+    assert est.size_coef_ == pytest.approx([200, 2, 1, 100, 4, 0], abs=1e-6)
     # 50,000 samples of 32x32x3: 25x the largest data set measured; trees alone hold the last.
     far = np.array([[np.log(50_000.0), np.log(10_000.0), np.log(3072.0), np.log(1e6), 8.0,
                      np.log(5000.0), 3.0, conv, 1 - f, f] for f in (0.0, 1.0) for conv in (0.0, 8000.0)])
@@ -177,15 +182,24 @@ def test_memory_is_a_sum_of_sizes_and_extrapolates_to_larger_data():
     assert est.predict(far[[1]])[0] - est.predict(far[[0]])[0] == pytest.approx(703.125, rel=1e-6)  # the copy
     alone = MemorySurrogate(max_iter=50, calibrate=False).fit(X, mb)
     assert np.all(alone.predict(far) < 0.5 * _size_mb(far))
-    restored = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), layout_copy_columns=(8,))
+    restored = _memory()
     restored.load_arrays(est.to_arrays("m."), "m.")
     assert np.array_equal(restored.predict(far), est.predict(far))
-    # Not told which framework copies, one data coefficient cannot fit both of its layouts.
+    # Not told which framework holds which copies, far larger data sets come out wrong.
     unaware = MemorySurrogate(size_columns=tuple(range(8)), group_columns=(8, 9), max_iter=5,
                               calibrate=False).fit(X, mb)
     assert np.abs(unaware.predict(far) / _size_mb(far) - 1).max() > 0.05
     with pytest.raises(ParameterError, match=r"The 'size_columns' parameter must name 8 columns \(log_n_train, "):
         MemorySurrogate(size_columns=(0, 1)).fit(X, mb)
+
+
+def test_held_data_is_the_workers_arrays_and_the_copies_a_backend_makes():
+    X, _ = _size_rows(np.random.default_rng(1), 50)
+    data = (np.exp(X[:, 0]) + np.exp(X[:, 1])) * np.exp(X[:, 2]) * 4.0 / 2**20
+    converts = (X[:, 8] > 0) & (X[:, 6] > 1) & (X[:, 7] > 0)
+    held = held_data_mb(X, tuple(range(8)), copy_columns=(9,), layout_copy_columns=(8,))
+    assert held == pytest.approx(data * (1 + (X[:, 9] > 0) + converts))
+    assert held_data_mb(X, tuple(range(8))) == pytest.approx(data)  # no backend copies: the arrays
 
 
 def test_accuracy_is_learned_as_error_relative_to_the_landmark():
