@@ -43,11 +43,11 @@ BACKENDS: dict[str, BackendInfo] = {
         BackendInfo("tensorflow", "dltune.backends._tensorflow", "tensorflow", "tensorflow-cpu",
                     "main", "pip install 'dltune[tensorflow]'", True, copies_for_layout=True),
         BackendInfo("mxnet", "dltune.backends._mxnet", "mxnet", "mxnet", "legacy",
-                    "dltune env install legacy", False, copies_data=True),
+                    "dltune env install legacy", False),
         BackendInfo("theano", "dltune.backends._theano", "theano", "theano", "legacy",
                     "dltune env install legacy", False),
         BackendInfo("pytensor", "dltune.backends._pytensor", "pytensor", "pytensor", "main",
-                    "pip install 'dltune[pytensor]'", False, copies_data=True),
+                    "pip install 'dltune[pytensor]'", False),
         BackendInfo("numpy", "dltune.backends._numpy", "numpy", "numpy", "main",
                     "pip install numpy", False, benchmarkable=True),
     )

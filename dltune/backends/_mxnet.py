@@ -75,6 +75,12 @@ def _param_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
     return [b for b in net if isinstance(b, (gluon.nn.Conv2D, gluon.nn.Dense))]
 
 
+
+def _shared(array: np.ndarray, ctx: Any) -> Any:
+    """An NDArray over ``array``'s memory on the CPU (a copy on a GPU context)."""
+    shared = mx.nd.from_numpy(array, zero_copy=True)
+    return shared if ctx == mx.cpu() else shared.as_in_context(ctx)
+
 class MXNetTrainer(Trainer):
     name = "mxnet"
     SUPPORTS_GPU = False
@@ -139,9 +145,11 @@ class MXNetTrainer(Trainer):
         self.steps = 0
 
     def load_data(self, x_train, y_train, x_test, y_test) -> None:
-        self.x_train = mx.nd.array(np.ascontiguousarray(x_train), ctx=self.ctx, dtype=np.float32)
+        # NDArrays over the worker's own arrays (``from_numpy(zero_copy=True)``, which marks them
+        # read-only); ``mx.nd.array`` copied the data set (until 2026-12-05).
+        self.x_train, self.x_test = (
+            _shared(np.ascontiguousarray(x, dtype=np.float32), self.ctx) for x in (x_train, x_test))
         self.y_train = mx.nd.array(y_train, ctx=self.ctx, dtype=np.float32)
-        self.x_test = mx.nd.array(np.ascontiguousarray(x_test), ctx=self.ctx, dtype=np.float32)
 
     def _forward_backward(self, idx: Any) -> Any:
         xb = mx.nd.take(self.x_train, idx)

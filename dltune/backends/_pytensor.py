@@ -177,8 +177,9 @@ class PyTensorTrainer(CompiledGraphTrainer, Trainer):
         self._train_fn = self._predict_fn = None
 
     def load_data(self, x_train, y_train, x_test, y_test) -> None:
-        self.x_train = pytensor.shared(np.ascontiguousarray(x_train, dtype=_FLOAT), name="x_train")
-        self.y_train = pytensor.shared(np.ascontiguousarray(y_train, dtype=np.int64), name="y_train")
+        # borrow=True: over the worker's own arrays, not a copy (since 2026-12-05).
+        self.x_train = pytensor.shared(np.ascontiguousarray(x_train, dtype=_FLOAT), name="x_train", borrow=True)
+        self.y_train = pytensor.shared(np.ascontiguousarray(y_train, dtype=np.int64), name="y_train", borrow=True)
         self.x_test = np.ascontiguousarray(x_test, dtype=_FLOAT)
 
     def _updates(self, loss: Any, lr: Any) -> list[tuple[Any, Any]]:

@@ -27,8 +27,9 @@ _BATCH_SIZES = (16, 32, 64, 128, 256)
 # Per backend, how often what its training process holds has changed since the knowledge base
 # first measured it: a new revision gives its fresh-process runs new keys, so that a resumed
 # build measures their peak memory again (the memory model leaves the older ones out:
-# dltune.surrogate._features.MEMORY_CHANGED). TensorFlow: 1 since it shares the worker's arrays.
-FRESH_REVISIONS = {"tensorflow": 1}
+# dltune.surrogate._features.MEMORY_CHANGED). TensorFlow and MXNet: 1 since they share the
+# worker's arrays.
+FRESH_REVISIONS = {"tensorflow": 1, "mxnet": 1}
 PRESET_ROUND = 3
 
 

@@ -495,8 +495,8 @@ def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...], copy_columns: tup
                  layout_copy_columns: tuple[int, ...] = ()) -> np.ndarray:
     """MB of the data set (training and test samples x input values, float32) a training
     process holds, known from how dltune hands it over: the worker's own arrays (every backend);
-    one copy more for a backend among ``copy_columns`` (one-hot columns of ``X``: MXNet's
-    ``mx.nd.array``, PyTensor's ``shared``); one NHWC copy more for a backend among
+    one copy more for a backend among ``copy_columns`` (one-hot columns of ``X``; none since
+    MXNet and PyTensor share the arrays too); one NHWC copy more for a backend among
     ``layout_copy_columns`` where the model convolves more than one channel (dltune holds NCHW;
     TensorFlow's convolutions take NHWC: ``dltune.backends._tensorflow.load_data``)."""
     data = _data_mb(X, size_columns)

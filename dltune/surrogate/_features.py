@@ -96,8 +96,10 @@ def ran_in_new_process(data: dict[str, Any]) -> bool:
 # memory measured before then is not what the backend needs now, so the memory model leaves it
 # out. TensorFlow copied the data set into tf.constant tensors until 2026-12-05 (at peak 3-4
 # times the data set, against 1-2.5 since: benchmarks/tf_data_memory.py); since then it shares
-# the worker's arrays (dltune.backends._tensorflow.host_tensor).
-MEMORY_CHANGED = {"tensorflow": "2026-12-05T02:45:00+00:00"}
+# the worker's arrays (dltune.backends._tensorflow.host_tensor). MXNet (mx.nd.array) and PyTensor
+# (shared without borrow) held one copy each until 2026-12-05 04:05 UTC; they share them since.
+MEMORY_CHANGED = {"tensorflow": "2026-12-05T02:45:00+00:00", "mxnet": "2026-12-05T04:05:00+00:00",
+                  "pytensor": "2026-12-05T04:05:00+00:00"}
 
 
 def memory_as_now(data: dict[str, Any]) -> bool:

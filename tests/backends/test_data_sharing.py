@@ -92,3 +92,38 @@ def test_tensorflow_shares_the_workers_arrays_where_the_layout_allows(in_backend
     assert out["lenet(1, 12, 12)"] == {"layout": [12, 12, 1], "same_values": True, "shared": True}
     # Convolutions on 3 channels need NHWC: one transposed copy, no longer the worker's array.
     assert out["lenet(3, 12, 12)"] == {"layout": [12, 12, 3], "same_values": True, "shared": False}
+
+
+# MXNet (legacy runtime) and PyTensor: after load_data, do the trainer's training and test
+# data share the worker's arrays?
+SHARING = r"""
+import json, sys
+import numpy as np
+from dltune.backends import load_trainer_class
+from dltune.backends._common import aligned_empty
+from dltune.models import build_model
+
+name = sys.argv[1]
+cls = load_trainer_class(name)
+cls.setup({"intra_op": 1, "inter_op": 1})
+x = aligned_empty((20, 1, 8, 8), np.float32)
+x[...] = np.random.default_rng(0).normal(size=x.shape)
+y = np.arange(20) % 3
+trainer = cls(build_model("mlp", (1, 8, 8), 3), {"seed": 0, "optimizer": "sgd", "learning_rate": 0.1,
+                                                 "batch_size": 5, "epochs": 1})
+trainer.build(trainer.spec.init_params(0))
+trainer.load_data(x, y, x, y)
+if name == "mxnet":
+    held = trainer.x_train.asnumpy()
+    # from_numpy(zero_copy=True) marks the array it shares read-only; mx.nd.array left it alone.
+    shared = not x.flags.writeable
+else:
+    held = trainer.x_train.get_value(borrow=True)
+    shared = bool(np.shares_memory(held, x))
+print(json.dumps({"same_values": bool(np.array_equal(held, x)), "shared": shared}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["mxnet", "pytensor"])
+def test_mxnet_and_pytensor_share_the_workers_arrays(in_backend, backend):
+    assert in_backend(backend, SHARING) == {"same_values": True, "shared": True}

@@ -270,6 +270,28 @@ def _on_another_machine(records, n, slower, memory=1.5):
     return out
 
 
+def test_runs_measured_again_for_their_memory_are_told_apart(tiny_kb, monkeypatch):
+    """A configuration a new process ran before its backend's memory changed, run again in a
+    new process since: the knowledge base's fresh runs of a later revision. The accuracy model
+    leaves them out (the same configuration and seed as a run on record); a run in a reused
+    worker, or of a configuration not on record, is no such run."""
+    from dltune.surrogate import _features
+    from dltune.surrogate._model import remeasured
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][:6]
+    for d in records:
+        d["metrics"] = dict(d["metrics"], import_time_s=1.0)
+        d["finished_at"] = "2026-01-01T10:00:00.000+00:00"
+    again = [dict(d, id=f"again-{i}", finished_at="2026-12-06T10:00:00.000+00:00") for i, d in enumerate(records[:3])]
+    again[2] = dict(again[2], metrics=dict(again[2]["metrics"], import_time_s=0.0))  # a reused worker
+    other = dict(records[3], id="other", finished_at="2026-12-06T10:00:00.000+00:00",
+                 config=dict(records[3]["config"], learning_rate=0.123456))
+    data = records + again + [other]
+    assert remeasured(data) == set()  # no backend's memory changed
+    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+    assert remeasured(data) == {6, 7}
+
+
 def test_memory_is_referred_to_the_machine_that_measured_every_framework_as_it_is_now(tiny_kb, monkeypatch):
     """The machine with most records measured a backend's memory before it changed; another
     measured it again since. The memory model is fitted on the second's runs (its reference
