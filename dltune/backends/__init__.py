@@ -28,10 +28,8 @@ class BackendInfo:
     install_hint: str
     supports_gpu: bool
     benchmarkable: bool = True
-    # Copies of the data set the backend holds beside the worker's arrays, which the memory
-    # surrogate adds as known sizes: one always (copies_data), or one NHWC copy of a data set
-    # of more than one channel for a model that convolves (copies_for_layout; dltune holds NCHW).
-    copies_data: bool = False
+    # Holds one NHWC copy of a data set of more than one channel for a model that convolves
+    # (dltune holds NCHW) beside the worker's arrays: a size the memory surrogate adds as known.
     copies_for_layout: bool = False
 
 

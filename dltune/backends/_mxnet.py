@@ -74,12 +74,11 @@ def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
 def _param_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
     return [b for b in net if isinstance(b, (gluon.nn.Conv2D, gluon.nn.Dense))]
 
-
-
 def _shared(array: np.ndarray, ctx: Any) -> Any:
     """An NDArray over ``array``'s memory on the CPU (a copy on a GPU context)."""
     shared = mx.nd.from_numpy(array, zero_copy=True)
     return shared if ctx == mx.cpu() else shared.as_in_context(ctx)
+
 
 class MXNetTrainer(Trainer):
     name = "mxnet"

@@ -491,18 +491,16 @@ def size_terms(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
     return np.nan_to_num(terms, nan=0.0, posinf=0.0)
 
 
-def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...], copy_columns: tuple[int, ...] = (),
+def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...],
                  layout_copy_columns: tuple[int, ...] = ()) -> np.ndarray:
     """MB of the data set (training and test samples x input values, float32) a training
-    process holds, known from how dltune hands it over: the worker's own arrays (every backend);
-    one copy more for a backend among ``copy_columns`` (one-hot columns of ``X``; none since
-    MXNet and PyTensor share the arrays too); one NHWC copy more for a backend among
-    ``layout_copy_columns`` where the model convolves more than one channel (dltune holds NCHW;
-    TensorFlow's convolutions take NHWC: ``dltune.backends._tensorflow.load_data``)."""
+    process holds, known from how dltune hands it over: the worker's own arrays, which every
+    backend trains from without a copy; one NHWC copy more for a backend among
+    ``layout_copy_columns`` (one-hot columns of ``X``) where the model convolves more than one
+    channel (dltune holds NCHW; TensorFlow's convolutions take NHWC:
+    ``dltune.backends._tensorflow.load_data``)."""
     data = _data_mb(X, size_columns)
     copies = np.ones(len(X))
-    if copy_columns:
-        copies += np.nan_to_num(X[:, list(copy_columns)]).sum(axis=1) > 0
     if layout_copy_columns:
         channels, conv = (np.nan_to_num(X[:, c]) for c in size_columns[6:8])
         held = np.nan_to_num(X[:, list(layout_copy_columns)]).sum(axis=1) > 0
@@ -543,7 +541,7 @@ class MemorySurrogate(QuantileGBMRegressor):
     non-negative least squares on relative errors: what the framework and its libraries take,
     and how many copies of the weights (gradients, optimizer state) and of one batch's
     activations it keeps. The data set it holds is known, not fitted (:func:`held_data_mb`: the
-    worker's arrays, and the copies ``copy_columns`` and ``layout_copy_columns`` name). Trees on
+    worker's arrays, and the copy ``layout_copy_columns`` names). Trees on
     the log ratio of measured to modelled memory correct the point and give the interval. The
     sizes let the model extrapolate to a data set larger than any measured, which trees on the
     log memory alone cannot: the knowledge base's largest (10,000 samples of 32x32x3, 141 MB of
@@ -558,8 +556,7 @@ class MemorySurrogate(QuantileGBMRegressor):
     """
 
     def __init__(self, size_columns: tuple[int, ...] = (), group_columns: tuple[int, ...] = (),
-                 copy_columns: tuple[int, ...] = (), layout_copy_columns: tuple[int, ...] = (),
-                 coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
+                 layout_copy_columns: tuple[int, ...] = (), coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
                  random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
@@ -567,16 +564,14 @@ class MemorySurrogate(QuantileGBMRegressor):
                          l2_regularization, calibrate, cv, random_state, tree_columns)
         self.size_columns = size_columns
         self.group_columns = group_columns
-        self.copy_columns = copy_columns
         self.layout_copy_columns = layout_copy_columns
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"size_columns": tuple(self.size_columns), "group_columns": tuple(self.group_columns),
-                "copy_columns": tuple(self.copy_columns), "layout_copy_columns": tuple(self.layout_copy_columns),
-                **super().get_params(deep)}
+                "layout_copy_columns": tuple(self.layout_copy_columns), **super().get_params(deep)}
 
     def _held_mb(self, X: np.ndarray) -> np.ndarray:
-        return held_data_mb(X, tuple(self.size_columns), tuple(self.copy_columns), tuple(self.layout_copy_columns))
+        return held_data_mb(X, tuple(self.size_columns), tuple(self.layout_copy_columns))
 
     def _fit_sizes(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         ok = np.isfinite(y) & (y > 0)

@@ -150,14 +150,6 @@ def remeasured(data: Sequence[dict[str, Any]]) -> set[int]:
     return {i for i in changed if memory_as_now(data[i]) and key(data[i]) in before}
 
 
-def _backend(feature: str) -> Any:
-    """What dltune knows of the backend of a framework feature (``fw_<name>``); one it does not
-    know holds no copies of its own."""
-    from dltune.backends import BackendInfo
-
-    return BACKENDS.get(feature[3:]) or BackendInfo(feature[3:], "", "", "", "", "", False)
-
-
 def machine_key(hardware: dict[str, Any]) -> str:
     """One machine as the training-time calibration tells machines apart: CPU identity
     (:func:`cpu_identity`), logical cores and memory (the 1-core affinity target of a machine
@@ -354,8 +346,9 @@ class PerformanceModel:
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
                 MemorySurrogate(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
                                 group_columns=groups,
-                                copy_columns=tuple(i for i in groups if _backend(names[i]).copies_data),
-                                layout_copy_columns=tuple(i for i in groups if _backend(names[i]).copies_for_layout),
+                                layout_copy_columns=tuple(
+                                    i for i in groups
+                                    if getattr(BACKENDS.get(names[i][3:]), "copies_for_layout", False)),
                                 max_iter=self.max_iter,
                                 tree_columns=speed_trees, **kw))
 
