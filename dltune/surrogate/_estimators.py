@@ -551,8 +551,9 @@ class MemorySurrogate(QuantileGBMRegressor):
 
     Fitted, a data coefficient per framework rests on the few large data sets: with the
     largest held out they came out at 1.3-2.6 copies and its runs were predicted 19 % off;
-    known, 9 %. A 50,000 x 32x32x3 cifar_quick (1,964 MB in TensorFlow, 1,062 in torch): 2,065
-    and 1,146 MB predicted, inside the intervals; fitted, 1,941 and 935 (torch outside).
+    known, 7-9 % (docs/recommendation.md). A 50,000 x 32x32x3 cifar_quick
+    (``benchmarks/memory_extrapolation.py``: 1,966 MB in TensorFlow, 1,068 in torch): 2,059 and
+    1,147 MB predicted, inside the intervals; fitted, 1,941 and 935 (torch outside).
     """
 
     def __init__(self, size_columns: tuple[int, ...] = (), group_columns: tuple[int, ...] = (),
