@@ -35,7 +35,9 @@ def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
         from dltune.hardware import Hardware
 
         hardware = Hardware.detect().to_dict()
-    digest = hashlib.sha256(machine_key(hardware).encode()).hexdigest()[:10]
+    # Named without the BLAS kernels (machine_key's since 2026-12-05): the folders made before
+    # keep their names.
+    digest = hashlib.sha256(machine_key(hardware, kernels=False).encode()).hexdigest()[:10]
     return cache_dir() / "kb" / f"calibration-{digest}"
 
 

@@ -242,7 +242,7 @@ def recommend(
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import intra_threads, machine_factor, machine_key
+    from dltune.surrogate._model import intra_threads, machine_factor
 
     check_choice("objective", objective, OBJECTIVES)
     top_k = check_int("top_k", top_k, 1, 100)
@@ -311,7 +311,7 @@ def recommend(
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
-    speed = perf.machine_speed_.get(machine_key(hw_dict))
+    speed = perf.machine_speed_.get(perf.machine_of(hw_dict))
     own = perf.time_source(hw_dict, chosen.config.framework)
     if own:
         reason += (f" Training times come from a cost model fitted on this machine's own "
@@ -323,9 +323,9 @@ def recommend(
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
                    f"measured on, for {chosen.config.framework}"
                    f"{_threads_gain(speed, chosen.config.framework, threads)}.")
-    now = perf.machine_now_.get(machine_key(hw_dict))
+    now = perf.machine_now_.get(perf.machine_of(hw_dict))
     if now:
-        info = perf.machine_now_info_[machine_key(hw_dict)]
+        info = perf.machine_now_info_[perf.machine_of(hw_dict)]
         if info.get("here", True):
             factor = math.exp(machine_factor(now, chosen.config.framework, spec.name, threads))
             reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "

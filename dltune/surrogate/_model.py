@@ -34,10 +34,10 @@ from dltune.surrogate._features import (
     workload_vector,
 )
 
-__all__ = ["PerformanceModel", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
+__all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 22
+FORMAT_VERSION = 23
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -150,16 +150,34 @@ def remeasured(data: Sequence[dict[str, Any]]) -> set[int]:
     return {i for i in changed if memory_as_now(data[i]) and key(data[i]) in before}
 
 
-def machine_key(hardware: dict[str, Any]) -> str:
-    """One machine as the training-time calibration tells machines apart: CPU identity
+def blas_kernels(hardware: dict[str, Any]) -> str | None:
+    """The kernels OpenBLAS picked for this CPU (its ``architecture`` as threadpoolctl reports
+    it, e.g. ``'SkylakeX'``), or None where no OpenBLAS was loaded or it did not say.
+
+    The CPU model string and flags do not tell every two machines apart: two 2-vCPU VMs that
+    both report "AMD EPYC" with AVX-512 ran the same knowledge-base runs 1.47x apart (median of
+    84 configurations measured on both, TensorFlow and MXNet, 2026-12-02 and -05), and OpenBLAS
+    picked Haswell kernels on the faster one and SkylakeX kernels on the other: it reads the
+    CPU's family and model, which the model string hides.
+    """
+    kernels = sorted({str(b["architecture"]) for b in hardware.get("blas") or ()
+                      if b.get("internal_api") == "openblas" and b.get("architecture")})
+    return "+".join(kernels) if kernels else None
+
+
+def machine_key(hardware: dict[str, Any], kernels: bool = True) -> str:
+    """One machine as the training-time model tells machines apart: CPU identity
     (:func:`cpu_identity`), logical cores and memory (the 1-core affinity target of a machine
-    is the same machine)."""
+    is the same machine), and the BLAS kernels picked for it (:func:`blas_kernels`; not with
+    ``kernels=False``, nor where unknown)."""
     memory = hardware.get("memory_gb")
     try:
         memory = round(float(memory))
     except (TypeError, ValueError):
         memory = None
-    return f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
+    key = f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
+    picked = (hardware.get("blas_kernels") or blas_kernels(hardware)) if kernels else None
+    return f"{key}|{picked}" if picked else key
 
 
 def reference_machine(machines: Iterable[str]) -> str:
@@ -608,11 +626,29 @@ class PerformanceModel:
                 for t, own_t in zip(times, est.predict_interval(X[own]), strict=False):
                     t[own] = own_t
 
+    def machine_of(self, hardware: dict[str, Any]) -> str:
+        """``hardware``'s :func:`machine_key`; where the knowledge base knows no machine with
+        those BLAS kernels (or the description does not say which: a hand-written one), the
+        measured machine of the same CPU, cores and memory: the reference machine if it is one,
+        else one with a time model of its own, else the first (sorted)."""
+        key = machine_key(hardware)
+        known = {machine_key(h) for h in self.hardware_}
+        if key in known:
+            return key
+        base = machine_key(hardware, kernels=False)
+        alike = sorted(m for m in known if m == base or m.startswith(base + "|"))
+        if not alike:
+            return key
+        for m in alike:
+            if m == self.reference_machine_:
+                return m
+        return next((m for m in alike if m in self.machine_time_), alike[0])
+
     def time_source(self, hardware: dict[str, Any], framework: str) -> dict[str, Any] | None:
         """Where training times for ``framework`` on ``hardware`` come from when it is a machine
         with a time model of its own (its ``workloads`` and ``records``); None otherwise."""
         self._check_fitted()
-        info = self.machine_time_info_.get(machine_key(hardware))
+        info = self.machine_time_info_.get(self.machine_of(hardware))
         return info if info and framework in info["frameworks"] else None
 
     @classmethod
@@ -761,7 +797,7 @@ class PerformanceModel:
                 "target": hw.get("target"), "cpu_model": hw.get("cpu_model"),
                 "usable_cores": hw.get("usable_cores"), "logical_cores": hw.get("logical_cores"),
                 "memory_gb": hw.get("memory_gb"), "gpus": len(hw.get("gpus") or ()),
-                "cpu_flags": sorted(hw.get("cpu_flags") or ()),
+                "cpu_flags": sorted(hw.get("cpu_flags") or ()), "blas_kernels": blas_kernels(hw),
             })
         self.hardware_ = list(hardware.values())
         configs = [d["config"] for d in data]
@@ -812,7 +848,7 @@ class PerformanceModel:
             out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
         if self.machine_speed_ or self.machine_memory_ or self.machine_time_ or self.machine_now_:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
-            machines = [keys.setdefault(id(r["hardware"]), machine_key(r["hardware"])) for r in rows]
+            machines = [keys.setdefault(id(r["hardware"]), self.machine_of(r["hardware"])) for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
             models = [r["meta"].get("model") for r in rows]
             threads = [intra_threads(r["config"], r["hardware"]) for r in rows]
@@ -933,7 +969,7 @@ class PerformanceModel:
         """The most intra-op threads measured on ``hardware``'s machine (its own runs where it
         has some, else any run), or None where its core count is flagged already."""
         self._check_fitted()
-        top = self.threads_measured_.get(machine_key(hardware), self.threads_measured_.get("*"))
+        top = self.threads_measured_.get(self.machine_of(hardware), self.threads_measured_.get("*"))
         return None if top is None or self._cores_outside(hardware) else int(top)
 
     def threads_reason(self, threads: int, hardware: dict[str, Any]) -> str | None:

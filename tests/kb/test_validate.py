@@ -7,6 +7,7 @@ import pytest
 
 from dltune._errors import ParameterError
 from dltune.kb import RecordStore, validate_kb
+from dltune.surrogate._model import workload_label
 
 pytestmark = pytest.mark.slow
 
@@ -23,6 +24,12 @@ def test_leave_one_workload_out_structure(tiny_kb):
         assert row["accuracy_spearman"] is None or -1 <= row["accuracy_spearman"] <= 1
         assert 0 <= row["regret_points"] <= 100 * row["best_measured_accuracy"]
         assert row["picked_accuracy"] <= row["best_measured_accuracy"]
+        # The pick's place: 1 + the runs of its workload that measured more accurate.
+        accuracies = [r.metrics["test_accuracy"] for r in records
+                      if r.ok and workload_label(r.to_dict()) == row["label"]]
+        assert len(accuracies) == row["n"]
+        assert row["picked_place"] == 1 + sum(a > row["picked_accuracy"] for a in accuracies)
+        assert (row["picked_place"] == 1) == (row["regret_points"] == 0)
     o = report.overall
     assert o["n"] == sum(r["n"] for r in report.workloads)
     # Interval coverage: accuracy over every run, memory over the runs in a new worker process.
@@ -42,6 +49,7 @@ def test_leave_one_workload_out_structure(tiny_kb):
         assert o[key] == pytest.approx(sum(r[key] * r[weight] for r in report.workloads if r[weight])
                                        / sum(r[weight] for r in report.workloads))
     assert o["regret_points_max"] == max(r["regret_points"] for r in report.workloads)
+    assert o["picked_place_max"] == max(r["picked_place"] for r in report.workloads)
     text = report.table()
     assert "OVERALL" in text and "bar <= 15%" in text
     json.dumps(report.to_dict())

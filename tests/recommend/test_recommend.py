@@ -139,7 +139,7 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
     assert {c.threads.intra_op for c in candidate_configs(["numpy"], 2, (1, 4))} == {1, 2}
     assert {c.threads.intra_op for c in candidate_configs(["numpy"], 1, (1, 4))} == {1}
     big = {"cpu_model": "Big CPU", "logical_cores": 16, "usable_cores": 16, "memory_gb": 24.0,
-           "cpu_flags": ["avx2"], "gpus": [], "target": "big-cpu-16of16c"}
+           "cpu_flags": ["avx2"], "gpus": [], "target": "big-cpu-16of16c", "blas": []}
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][::2]
     # Its 1-thread runs are pinned to one core (that target's usable cores: 1); 2-thread ones not.
     runs = [dict(d, id=f"big-{i}", hardware=dict(d["hardware"], **dict(

@@ -249,8 +249,9 @@ def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
     assert with_user.n_records_ == without.n_records_ + 2
 
 
+# No BLAS libraries listed: its machine key has no kernels (blas_kernels), wherever the tests run.
 OTHER = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
-         "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+         "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c", "blas": []}
 
 
 def _elsewhere(hardware):
@@ -543,6 +544,47 @@ def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
     assert loaded.threads_measured_ == model.threads_measured_
     a, b = loaded.predict(rows), model.predict(rows)
     assert all(np.allclose(a[k], b[k]) for k in a)
+
+
+def _with_kernels(kernels):
+    return {**OTHER, "blas": [{"user_api": "blas", "internal_api": "openblas", "architecture": kernels},
+                              {"user_api": "openmp", "internal_api": "openmp"}]}
+
+
+def test_machines_that_differ_only_in_their_blas_kernels_are_two_machines(tiny_kb):
+    """Two 2-vCPU VMs that both report "AMD EPYC" with AVX-512 ran the same runs 1.47x apart;
+    OpenBLAS picked Haswell kernels on one and SkylakeX on the other. Each is a machine of its
+    own, predicted at its own speed; a description that does not say which kernels (or names
+    others) is taken for the measured machine of that CPU, not for an unmeasured one."""
+    from dltune.surrogate._model import blas_kernels, machine_key
+
+    haswell, skylake = _with_kernels("Haswell"), _with_kernels("SkylakeX")
+    assert blas_kernels(haswell) == "Haswell" and blas_kernels(OTHER) is None
+    assert machine_key(haswell) == "Other CPU [avx2]|2|16|Haswell" != machine_key(skylake)
+    assert machine_key(haswell, kernels=False) == machine_key(skylake, kernels=False) == machine_key(OTHER)
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+
+    def on(hw, slower, tag):
+        return [dict(d, id=f"{tag}-{i}", hardware={**d["hardware"], **hw, "usable_cores": d["hardware"]["usable_cores"]},
+                     metrics=dict(d["metrics"], train_time_s=d["metrics"]["train_time_s"] * slower))
+                for i, d in enumerate(records)]
+
+    fast, slow = on(haswell, 1.0, "h"), on(skylake, 1.5, "s")
+    model = PerformanceModel(max_iter=20, calibrate=False).fit(fast + slow)
+    assert model.reference_machine_ == machine_key(haswell) and machine_key(skylake) in model.machine_speed_
+    predicted = {tag: model.predict([record_row(d) for d in runs])["train_time_s"]
+                 for tag, runs in (("fast", fast), ("slow", slow))}
+    assert np.allclose(predicted["slow"] / predicted["fast"], 1.5, rtol=1e-6)
+    # Described without kernels, or with kernels never measured: the reference machine of that CPU.
+    meta = records[0]["workload"]["meta"]
+    for hw in (OTHER, _with_kernels("Zen")):
+        assert model.machine_of(hw) == machine_key(haswell)
+        ood, reasons, _ = model.novelty(meta, hw)
+        assert not any("never measured" in r for r in reasons), reasons
+    assert model.machine_of(skylake) == machine_key(skylake)
+    other_cpu = dict(OTHER, cpu_model="Third CPU")
+    assert model.machine_of(other_cpu) == machine_key(other_cpu)
+    assert any("never measured" in r for r in model.novelty(meta, other_cpu)[1])
 
 
 def _steps(record):
