@@ -71,9 +71,9 @@ class ValidationReport:
             f"at least {self.bars['accuracy_spearman_min']} on {_count(self.workloads, 'accuracy_spearman_ceiling', self.bars['accuracy_spearman_min'])})",
             f"max regret {_fmt(o['regret_points_max'])} points (bar <= {self.bars['regret_points_max']}; "
             f"within it on {sum(r['regret_points'] <= self.bars['regret_points_max'] for r in self.workloads)} "
-            f"of {len(self.workloads)} workloads; the pick measured at or above all but "
-            f"{_fmt_int(o.get('picked_place_median'), -1)} of its workload's runs in the median, "
-            f"{_fmt_int(o.get('picked_place_max'), -1)} at worst)",
+            f"of {len(self.workloads)} workloads; the pick's place among its workload's runs "
+            f"{_fmt_place(o.get('picked_place_median'))} in the median, "
+            f"{_fmt_place(o.get('picked_place_max'))} at worst, 1 the best measured)",
         ]
         by_machine = o.get("train_time_mape_pct_by_machine") or {}
         if len(by_machine) > 1:
@@ -97,8 +97,8 @@ class ValidationReport:
         return text
 
 
-def _fmt_int(value: float | None, offset: int = 0) -> str:
-    return "n/a" if value is None else f"{value + offset:.0f}"
+def _fmt_place(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
 
 
 def _count(rows: list[dict[str, Any]], key: str, at_least: float) -> int:
