@@ -271,6 +271,10 @@ def recommend(
         pred = perf.predict(rows)
         # More threads than this machine was measured at: between no gain and the extrapolation.
         pred, thread_notes = perf.hedge_threads(pred, rows, hw_dict)
+        # A CPU measured on machines that ran at different speeds, which the description
+        # cannot tell apart: between them.
+        pred, machine_notes = perf.hedge_machines(pred, rows, hw_dict)
+        thread_notes = [*thread_notes, *machine_notes]
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
         _predictions[memo_key] = (perf, configs, pred, thread_notes)
@@ -311,8 +315,11 @@ def recommend(
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, acc, time, idx, frameworks, perf, nearest, ood)
-    speed = perf.machine_speed_.get(perf.machine_of(hw_dict))
-    own = perf.time_source(hw_dict, chosen.config.framework)
+    # A description that cannot tell apart the measured machines of its CPU: its times span
+    # them (hedge_machines' note), not one machine's model or speed.
+    spanned = len(perf.machines_alike(hw_dict)) >= 2
+    speed = None if spanned else perf.machine_speed_.get(perf.machine_of(hw_dict))
+    own = None if spanned else perf.time_source(hw_dict, chosen.config.framework)
     if own:
         reason += (f" Training times come from a cost model fitted on this machine's own "
                    f"{chosen.config.framework} runs ({own['records']} runs of {own['workloads']} "
@@ -323,7 +330,7 @@ def recommend(
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
                    f"measured on, for {chosen.config.framework}"
                    f"{_threads_gain(speed, chosen.config.framework, threads)}.")
-    now = perf.machine_now_.get(perf.machine_of(hw_dict))
+    now = None if spanned else perf.machine_now_.get(perf.machine_of(hw_dict))
     if now:
         info = perf.machine_now_info_[perf.machine_of(hw_dict)]
         if info.get("here", True):

@@ -626,19 +626,26 @@ class PerformanceModel:
                 for t, own_t in zip(times, est.predict_interval(X[own]), strict=False):
                     t[own] = own_t
 
+    def machines_alike(self, hardware: dict[str, Any]) -> list[str]:
+        """The measured machines ``hardware`` may be where its :func:`machine_key` was never
+        measured: those of the same CPU, cores and memory, whatever their BLAS kernels (none
+        where its key was measured, or no machine of that CPU was)."""
+        key = machine_key(hardware)
+        known = {machine_key(h) for h in self.hardware_}
+        if key in known:
+            return []
+        base = machine_key(hardware, kernels=False)
+        return sorted(m for m in known if m == base or m.startswith(base + "|"))
+
     def machine_of(self, hardware: dict[str, Any]) -> str:
         """``hardware``'s :func:`machine_key`; where the knowledge base knows no machine with
         those BLAS kernels (or the description does not say which: a hand-written one), the
         measured machine of the same CPU, cores and memory: the reference machine if it is one,
-        else one with a time model of its own, else the first (sorted)."""
-        key = machine_key(hardware)
-        known = {machine_key(h) for h in self.hardware_}
-        if key in known:
-            return key
-        base = machine_key(hardware, kernels=False)
-        alike = sorted(m for m in known if m == base or m.startswith(base + "|"))
+        else one with a time model of its own, else the first (sorted). (:meth:`hedge_machines`
+        spans them all.)"""
+        alike = self.machines_alike(hardware)
         if not alike:
-            return key
+            return machine_key(hardware)
         for m in alike:
             if m == self.reference_machine_:
                 return m
@@ -1016,6 +1023,35 @@ class PerformanceModel:
         out["train_time_s_high"][beyond] = np.maximum(ext["_high"], at_top["train_time_s_high"])
         return out, [f"training time of {int(beyond.sum())} configurations with more than {top} "
                      f"threads: between the {top}-thread prediction and the extrapolation"]
+
+    def hedge_machines(self, pred: dict[str, np.ndarray], rows: Sequence[dict[str, Any]],
+                       hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """Training times and memory of ``rows`` on ``hardware`` spanned over every measured
+        machine it may be (:meth:`machines_alike`), where there are two or more: the point is
+        their geometric mean, the interval reaches all of theirs. Two VMs that both report
+        "AMD EPYC" with AVX-512 ran the same runs 1.47x apart, told apart only by the kernels
+        OpenBLAS picked (:func:`blas_kernels`); a description that names none, or names kernels
+        never measured, cannot say which of them it is. Returns the predictions and a note
+        (none where the machine is measured, or only one is alike)."""
+        alike = self.machines_alike(hardware)
+        if len(alike) < 2:
+            return pred, []
+        spans = []
+        for m in alike:
+            kernels = m.split("|")[3] if m.count("|") == 3 else None
+            as_m: dict[int, dict[str, Any]] = {}  # rows share their hardware dicts: one copy each
+            spans.append(self.predict([dict(r, hardware=as_m.setdefault(
+                id(r["hardware"]), dict(r["hardware"], blas=[], blas_kernels=kernels))) for r in rows]))
+        out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
+        for key in ("train_time_s", "peak_rss_mb"):
+            out[key] = np.exp(np.mean([np.log(p[key]) for p in spans], axis=0))
+            out[f"{key}_low"] = np.min([p[f"{key}_low"] for p in spans], axis=0)
+            out[f"{key}_high"] = np.max([p[f"{key}_high"] for p in spans], axis=0)
+        named = blas_kernels(hardware) or hardware.get("blas_kernels")
+        why = (f"its BLAS kernels ({named}) were never measured" if named else
+               "the description names no BLAS kernels (`dltune hardware --json` on that machine lists them)")
+        return out, [f"training time and memory span the {len(alike)} measured machines of this CPU "
+                     f"(their BLAS kernels: {', '.join(m.split('|')[3] if m.count('|') == 3 else 'none' for m in alike)}): {why}"]
 
     def _cores_outside(self, hardware: dict[str, Any]) -> str | None:
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]

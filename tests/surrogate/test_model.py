@@ -582,6 +582,23 @@ def test_machines_that_differ_only_in_their_blas_kernels_are_two_machines(tiny_k
         ood, reasons, _ = model.novelty(meta, hw)
         assert not any("never measured" in r for r in reasons), reasons
     assert model.machine_of(skylake) == machine_key(skylake)
+    # Such a description's times and memory span both machines: the point between them, the
+    # interval over both intervals; a measured machine's are its own.
+    rows = [record_row(d) for d in fast]
+    for hw, named in ((OTHER, "names no BLAS kernels"), (_with_kernels("Zen"), "(Zen) were never measured")):
+        described = [dict(r, hardware={**r["hardware"], **hw, "usable_cores": r["hardware"]["usable_cores"]})
+                     for r in rows]
+        pred = model.predict(described)
+        hedged, notes = model.hedge_machines(pred, described, hw)
+        assert len(notes) == 1 and named in notes[0] and "Haswell, SkylakeX" in notes[0]
+        assert np.allclose(hedged["train_time_s"] / predicted["fast"], 1.5 ** 0.5, rtol=1e-6)
+        assert np.all(hedged["train_time_s_low"] <= pred["train_time_s_low"])
+        slow_pred = model.predict([record_row(d) for d in slow])
+        assert np.allclose(hedged["train_time_s_high"], np.maximum(pred["train_time_s_high"],
+                                                                   slow_pred["train_time_s_high"]))
+        assert np.array_equal(hedged["accuracy"], pred["accuracy"])
+    measured = [record_row(d) for d in slow]
+    assert model.hedge_machines(model.predict(measured), measured, skylake)[1] == []
     other_cpu = dict(OTHER, cpu_model="Third CPU")
     assert model.machine_of(other_cpu) == machine_key(other_cpu)
     assert any("never measured" in r for r in model.novelty(meta, other_cpu)[1])
