@@ -257,7 +257,7 @@ def recommend(
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key][0] is perf:
-        _, configs, pred, thread_notes = _predictions[memo_key]
+        _, configs, pred, hedge_notes = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind)
@@ -270,17 +270,17 @@ def recommend(
             rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
         pred = perf.predict(rows)
         # More threads than this machine was measured at: between no gain and the extrapolation.
-        pred, thread_notes = perf.hedge_threads(pred, rows, hw_dict)
+        pred, hedge_notes = perf.hedge_threads(pred, rows, hw_dict)
         # A CPU measured on machines that ran at different speeds, which the description
         # cannot tell apart: between them.
         pred, machine_notes = perf.hedge_machines(pred, rows, hw_dict)
-        thread_notes = [*thread_notes, *machine_notes]
+        hedge_notes = [*hedge_notes, *machine_notes]
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = (perf, configs, pred, thread_notes)
+        _predictions[memo_key] = (perf, configs, pred, hedge_notes)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width.
     pred, interval_notes = perf.widen(pred, meta, hw_dict)
-    interval_notes = [*thread_notes, *interval_notes]
+    interval_notes = [*hedge_notes, *interval_notes]
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
     if "max_train_time" in limits:

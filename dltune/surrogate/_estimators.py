@@ -557,7 +557,8 @@ class MemorySurrogate(QuantileGBMRegressor):
     """
 
     def __init__(self, size_columns: tuple[int, ...] = (), group_columns: tuple[int, ...] = (),
-                 layout_copy_columns: tuple[int, ...] = (), coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
+                 layout_copy_columns: tuple[int, ...] = (), coverage: float = 0.8,
+                 max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
                  random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:

@@ -152,7 +152,8 @@ def remeasured(data: Sequence[dict[str, Any]]) -> set[int]:
 
 def blas_kernels(hardware: dict[str, Any]) -> str | None:
     """The kernels OpenBLAS picked for this CPU (its ``architecture`` as threadpoolctl reports
-    it, e.g. ``'SkylakeX'``), or None where no OpenBLAS was loaded or it did not say.
+    it, e.g. ``'SkylakeX'``), or None where no OpenBLAS was loaded or it did not say. A
+    description's own ``blas_kernels`` (the model's ``hardware_`` entries) is taken as it is.
 
     The CPU model string and flags do not tell every two machines apart: two 2-vCPU VMs that
     both report "AMD EPYC" with AVX-512 ran the same knowledge-base runs 1.47x apart (median of
@@ -160,6 +161,8 @@ def blas_kernels(hardware: dict[str, Any]) -> str | None:
     picked Haswell kernels on the faster one and SkylakeX kernels on the other: it reads the
     CPU's family and model, which the model string hides.
     """
+    if hardware.get("blas_kernels"):
+        return str(hardware["blas_kernels"])
     kernels = sorted({str(b["architecture"]) for b in hardware.get("blas") or ()
                       if b.get("internal_api") == "openblas" and b.get("architecture")})
     return "+".join(kernels) if kernels else None
@@ -176,7 +179,7 @@ def machine_key(hardware: dict[str, Any], kernels: bool = True) -> str:
     except (TypeError, ValueError):
         memory = None
     key = f"{cpu_identity(hardware)}|{hardware.get('logical_cores')}|{memory}"
-    picked = (hardware.get("blas_kernels") or blas_kernels(hardware)) if kernels else None
+    picked = blas_kernels(hardware) if kernels else None
     return f"{key}|{picked}" if picked else key
 
 
@@ -646,9 +649,8 @@ class PerformanceModel:
         alike = self.machines_alike(hardware)
         if not alike:
             return machine_key(hardware)
-        for m in alike:
-            if m == self.reference_machine_:
-                return m
+        if self.reference_machine_ in alike:
+            return self.reference_machine_
         return next((m for m in alike if m in self.machine_time_), alike[0])
 
     def time_source(self, hardware: dict[str, Any], framework: str) -> dict[str, Any] | None:
@@ -1036,22 +1038,22 @@ class PerformanceModel:
         alike = self.machines_alike(hardware)
         if len(alike) < 2:
             return pred, []
+        kernels = {machine_key(h): h.get("blas_kernels") for h in self.hardware_}
         spans = []
         for m in alike:
-            kernels = m.split("|")[3] if m.count("|") == 3 else None
             as_m: dict[int, dict[str, Any]] = {}  # rows share their hardware dicts: one copy each
             spans.append(self.predict([dict(r, hardware=as_m.setdefault(
-                id(r["hardware"]), dict(r["hardware"], blas=[], blas_kernels=kernels))) for r in rows]))
+                id(r["hardware"]), dict(r["hardware"], blas=[], blas_kernels=kernels[m]))) for r in rows]))
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         for key in ("train_time_s", "peak_rss_mb"):
             out[key] = np.exp(np.mean([np.log(p[key]) for p in spans], axis=0))
             out[f"{key}_low"] = np.min([p[f"{key}_low"] for p in spans], axis=0)
             out[f"{key}_high"] = np.max([p[f"{key}_high"] for p in spans], axis=0)
-        named = blas_kernels(hardware) or hardware.get("blas_kernels")
+        named = blas_kernels(hardware)
         why = (f"its BLAS kernels ({named}) were never measured" if named else
                "the description names no BLAS kernels (`dltune hardware --json` on that machine lists them)")
         return out, [f"training time and memory span the {len(alike)} measured machines of this CPU "
-                     f"(their BLAS kernels: {', '.join(m.split('|')[3] if m.count('|') == 3 else 'none' for m in alike)}): {why}"]
+                     f"(their BLAS kernels: {', '.join(kernels[m] or 'none' for m in alike)}): {why}"]
 
     def _cores_outside(self, hardware: dict[str, Any]) -> str | None:
         cores = [h["usable_cores"] for h in self.hardware_ if h.get("usable_cores")]

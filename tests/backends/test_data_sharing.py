@@ -118,8 +118,12 @@ if name == "mxnet":
     # from_numpy(zero_copy=True) marks the array it shares read-only; mx.nd.array left it alone.
     shared = not x.flags.writeable
 else:
-    held = {"torch": lambda t: t.numpy(), "numpy": lambda a: a}.get(
-        name, lambda s: s.get_value(borrow=True))(trainer.x_train)  # theano, pytensor: shared variables
+    if name == "torch":
+        held = trainer.x_train.numpy()
+    elif name == "numpy":
+        held = trainer.x_train
+    else:  # theano, pytensor: shared variables
+        held = trainer.x_train.get_value(borrow=True)
     shared = bool(np.shares_memory(held, x))
 print(json.dumps({"same_values": bool(np.array_equal(held, x)), "shared": shared}))
 """
