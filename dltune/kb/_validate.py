@@ -300,7 +300,8 @@ def validate_kb(
     peak memories of the runs made in a new worker process (what the memory surrogate
     predicts; ``memory_runs`` of them), with their MAPE; and the regret of the recommendation: the measured accuracy of the
     configuration the surrogates rank first (among the workload's measured ones, by
-    ``objective``) below the best measured accuracy, in points, and its training time over
+    ``objective`` on the low end of the accuracy interval, as ``recommend`` ranks) below the
+    best measured accuracy, in points, and its training time over
     the most accurate configuration's.
 
     Args:
@@ -350,7 +351,8 @@ def validate_kb(
         rel = np.abs(t_pred["train_time_s"] - t_true) / t_true
         rel_configured = np.abs(pred["train_time_s"] - t_true) / t_true
         inside = (t_true >= t_pred["train_time_s_low"]) & (t_true <= t_pred["train_time_s_high"])
-        chosen = pick(objective, pred["accuracy"], pred["train_time_s"])
+        # As recommend picks: by the low end of the accuracy interval.
+        chosen = pick(objective, pred["accuracy_low"], pred["train_time_s"])
         best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())
         # Which machine measured the held-out runs (a build resumed on another machine holds

@@ -51,20 +51,49 @@ def test_recommendation_is_complete(kb, workload):
 def test_alternatives_lie_on_the_pareto_front(kb, workload):
     rec = recommend(workload, knowledge_base=kb, storage=None, top_k=4, objective="accuracy")
     assert 1 <= len(rec.alternatives) <= 3
-    points = [(rec.predicted["accuracy"][0], rec.predicted["train_time_s"][0])] + [
-        (a.accuracy[0], a.train_time_s[0]) for a in rec.alternatives]
+    # The front of the accuracy each candidate is predicted to reach at least (its interval's
+    # low end, which the objectives rank by) and its predicted time.
+    points = [(rec.predicted["accuracy"][1], rec.predicted["train_time_s"][0])] + [
+        (a.accuracy[1], a.train_time_s[0]) for a in rec.alternatives]
     for i, (acc, time) in enumerate(points[1:], 1):
         assert not any(a >= acc and t <= time and (a, t) != (acc, time)
                        for j, (a, t) in enumerate(points) if j != i)
-    # "accuracy": nothing predicted more accurate than the recommendation.
-    assert all(a.accuracy[0] <= rec.predicted["accuracy"][0] for a in rec.alternatives)
+    # "accuracy": nothing predicted surely more accurate than the recommendation.
+    assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] for a in rec.alternatives)
+    assert "low end of its interval" in rec.reason
 
 
 def test_objectives_order_time_and_accuracy(kb, workload):
     by_acc = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None)
     by_time = recommend(workload, objective="time", knowledge_base=kb, storage=None)
     assert by_time.predicted["train_time_s"][0] <= by_acc.predicted["train_time_s"][0]
-    assert by_acc.predicted["accuracy"][0] >= by_time.predicted["accuracy"][0]
+    assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1]
+
+
+def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypatch):
+    """A candidate predicted a little more accurate but far less surely does not win."""
+    from dltune.surrogate import PerformanceModel
+
+    real = PerformanceModel.predict
+
+    def predict(self, rows):
+        pred = {k: np.array(v, dtype=float) for k, v in real(self, rows).items()}
+        # Candidate 0: the best point by far, with the widest interval; candidate 1: a point
+        # just below it, with the best low end.
+        pred["accuracy"][:2] = [0.99, 0.98]
+        pred["accuracy_low"][:2] = [0.50, 0.97]
+        pred["accuracy_high"][:2] = [1.0, 0.99]
+        pred["accuracy_low"][2:] = np.minimum(pred["accuracy_low"][2:], 0.9)
+        pred["accuracy"][2:] = np.minimum(pred["accuracy"][2:], 0.95)
+        return pred
+
+    from dltune.recommend import _recommend
+
+    monkeypatch.setattr(PerformanceModel, "predict", predict)
+    monkeypatch.setattr(_recommend, "_predictions", {})  # not the memo of an earlier test
+    rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
+                    frameworks=["numpy"])
+    assert rec.predicted["accuracy"] == pytest.approx((0.98, 0.97, 0.99))
 
 
 def test_constraints_filter_or_fail_clearly(kb, workload):
@@ -293,6 +322,8 @@ def test_pick_and_pareto_front():
     assert pick("balanced", acc, time) == 3  # 95 - log2(20) = 90.7 beats 90 - log2(10) = 86.7
     assert pick("balanced", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 1
     assert pick("accuracy", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 0
+    # Within a tenth of a point (ACCURACY_TIE) is a tie: the faster wins.
+    assert pick("accuracy", np.array([0.95, 0.9495]), np.array([100.0, 1.0])) == 1
 
 
 def test_parent_process_imports_no_framework(kb):
