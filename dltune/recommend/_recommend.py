@@ -22,7 +22,8 @@ _CONSTRAINTS = ("max_train_time", "max_memory_mb", "min_accuracy")
 # The objectives rank candidates by the accuracy the surrogates are confident of: the low end of
 # its interval, not the point. Leave-one-workload-out on the shipped knowledge base (42
 # workloads), the "accuracy" pick's regret fell from 0.94 points on average (4.89 at worst,
-# within 2 points on 37) to 0.72 (3.80, 39): the point ranks a workload's configurations better
+# within 2 points on 37) to 0.73 (3.60, 40, with ACCURACY_TIE; docs/recommendation.md,
+# Validation): the point ranks a workload's configurations better
 # (Spearman 0.76 against 0.62), but its top holds configurations that may diverge or underfit,
 # which the low end, learnt from how such configurations went wrong on other workloads, weighs.
 # "time": the fastest candidate within this much of the most accurate one (low ends).
