@@ -126,7 +126,8 @@ class QuantileGBMRegressor:
 
         # One OpenMP thread: on small data, more threads spin and run many times slower.
         with threadpool_limits(1):
-            self.point_ = compile_hist_gbm(self._gbm("squared_error").fit(self._trees_X(X), t))
+            self.point_ = compile_hist_gbm(self._gbm("squared_error").fit(
+                self._trees_X(X), self._value_target(X, t)))
             self.low_, self.high_ = self._fit_band(self._trees_X(X), t)
             self.widen_ = 0.0
             if self.calibrate and len(t) >= 2 * self.cv:
@@ -138,6 +139,11 @@ class QuantileGBMRegressor:
     def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
         """Targets of every row as a model fitted on ``train`` only would see them (a target
         transform with fitted parts refits those)."""
+        return t
+
+    def _value_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """What the point ensemble learns, from the band's target ``t``; ``_point_target``
+        returns its predictions in ``t``'s units."""
         return t
 
     def _conformal_margin(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, groups) -> float:
@@ -211,6 +217,9 @@ class QuantileGBMRegressor:
 
 # Rows of one workload predicted together before AccuracySurrogate reorders them by its order model.
 MIN_ORDER_ROWS = 10
+# The least distance from the reference to chance, in log error ratio, that AccuracySurrogate's
+# value target divides by (a reference no better than chance has none).
+MIN_SPAN = 0.1
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
@@ -258,6 +267,17 @@ class AccuracySurrogate(QuantileGBMRegressor):
     (log number of classes) no prediction falls below chance: a ratio learnt from a diverged
     run on an easy workload (100x the reference's error) means "guessing" on a hard one, not
     a negative accuracy. Without reference columns the trees learn the accuracy itself.
+
+    The interval's quantile ensembles learn that ratio; the point's ensemble learns it as a
+    share of the way from the reference to chance (the ratio divided by chance's: 0 the
+    reference, 1 guessing, on every workload). The ratio is unbounded on an easy workload (a
+    diverged run makes 100x the reference's error) and ends near 2x on a hard one, so a ratio
+    learnt on easy workloads put a hard workload's runs at chance (leave-one-workload-out on
+    the shipped knowledge base: the 2,000-sample 8x8x1 LeNet at difficulty 0.7, 65 % measured
+    in the median, was predicted at chance, 20 %); as a share of the way the accuracy MAE fell
+    from 9.97 to 8.51 points and that LeNet's from 29.3 to 6.1. The bands stay on the ratio:
+    their low end, which ``recommend`` ranks by, learns from it how configurations fail (on the
+    share of the way the pick's regret rose from 0.70 to 0.96 points; docs/recommendation-history.md).
 
     With ``workload_columns`` (the columns that identify a workload) a second ensemble learns
     the *order* of configurations within a workload: each row's rank among its workload's rows
@@ -388,8 +408,23 @@ class AccuracySurrogate(QuantileGBMRegressor):
         total = sum(weights[i] * self.transfer_trees_[i].predict(Xt) for i in used)
         return (total / weights[used].sum())[inverse.ravel()]
 
+    def _span(self, X: np.ndarray) -> np.ndarray:
+        """Per row: the log ratio of chance's smoothed error to the reference's (at least
+        :data:`MIN_SPAN`), the ratio target's distance from the reference to chance."""
+        d, scale = self._scale(X)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            span = np.log((1.0 - self._chance(X) + d) / scale)
+        return np.where(np.isfinite(span), np.maximum(span, MIN_SPAN), MIN_SPAN)
+
+    def _value_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
+        if not len(self.reference_columns):
+            return t
+        return t / self._span(X)
+
     def _point_target(self, X: np.ndarray) -> np.ndarray:
         point = super()._point_target(X)
+        if len(self.reference_columns):
+            point = point * self._span(X)  # the share of the way to chance, as a ratio target
         if getattr(self, "order_", None) is None or len(X) < MIN_ORDER_ROWS:
             return point
         rows_seen, inverse = np.unique(self._trees_X(X), axis=0, return_inverse=True)

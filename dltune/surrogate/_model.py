@@ -37,7 +37,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 23
+FORMAT_VERSION = 24
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")

@@ -202,26 +202,37 @@ def test_held_data_is_the_workers_arrays_and_the_layout_copy_a_backend_makes():
     assert held_data_mb(X, tuple(range(8))) == pytest.approx(data)  # no backend copies: the arrays
 
 
-def test_accuracy_is_learned_as_error_relative_to_the_landmark():
-    """Two workloads whose error is the landmark's error x f(lr): trained on one, the other
-    (another landmark, another test-set size) is predicted on its own scale, and a perfect
-    score is neither infinite in training nor a pile-up of ties at 100 % in prediction."""
+def test_accuracy_is_learned_relative_to_the_landmark_and_chance():
+    """Two workloads whose error lies the same share of the way (in log error) from the
+    landmark's to chance's, as a function of the learning rate: trained on one, the other
+    (another landmark, number of classes and test-set size) is predicted on its own scale; a
+    perfect score is neither infinite in training nor a pile-up of ties at 100 % in
+    prediction; and a run that learnt nothing is predicted at the other workload's chance."""
     rng = np.random.default_rng(0)
 
-    def rows(landmark, n_test, n=200):
+    def rows(landmark, classes, n_test, n=200):
         lr = rng.uniform(-4, 0, n)
-        ratio = 0.2 + 3.0 / (1.0 + np.exp(3 * (lr + 2)))
-        acc = np.clip(1 - (1 - landmark) * ratio, 0, 1)
-        return np.column_stack([lr, np.full(n, landmark), np.full(n, np.log(n_test))]), acc
+        share = -0.6 + 1.6 / (1.0 + np.exp(3 * (lr + 2)))  # 1: chance; 0: the landmark
+        d = 0.5 / n_test
+        ref, chance = 1 - landmark + d, 1 - 1 / classes + d
+        acc = np.clip(1 + d - ref * (chance / ref) ** share, 0, 1)
+        X = np.column_stack([lr, np.full(n, landmark), np.full(n, np.log(n_test)),
+                             np.full(n, np.log(classes))])
+        return X, acc
 
-    X, y = rows(0.95, 500)
-    Xo, yo = rows(0.75, 2000)
-    est = AccuracySurrogate(reference_columns=(1,), n_test_column=2, tree_columns=(0,),
-                            max_iter=60, calibrate=False).fit(X, y)
+    X, y = rows(0.95, 10, 500)
+    Xo, yo = rows(0.70, 3, 2000)
+    est = AccuracySurrogate(reference_columns=(1,), n_test_column=2, classes_column=3,
+                            tree_columns=(0,), max_iter=60, calibrate=False).fit(X, y)
     # A perfect score is half a test sample of error: log(0.001 / 0.051), not -inf.
     assert est._to_target(X[:1], np.ones(1))[0] == pytest.approx(np.log(0.001 / 0.051))
     assert np.abs(est.predict(Xo) - yo).max() < 0.03
     assert np.all(est.predict(X) < 1.0)  # every prediction is a distinct error rate, none a tie at 1
+    # The lowest learning rates learnt nothing: chance, 10 % there and 33 % here.
+    slow = Xo[:, 0] < -3.5
+    assert est.predict(Xo[slow]) == pytest.approx(1 / 3, abs=0.03)
+    point, low, high = est.predict_interval(Xo)
+    assert np.all((low <= point) & (point <= high))
     plain = AccuracySurrogate(tree_columns=(0,), max_iter=60, calibrate=False).fit(X, y)
     assert np.abs(plain.predict(Xo) - yo).max() > 0.1
 
