@@ -124,7 +124,7 @@ class Recommendation:
             lines.append(
                 f"  alternative {d['framework']}: {d['optimizer']} lr={d['lr']:g} batch={d['batch']} "
                 f"epochs={d['epochs']} threads={d['threads']} -> {100 * alt.accuracy[0]:.1f}% "
-                f"in {alt.train_time_s[0]:.3g} s"
+                f"(at least {100 * alt.accuracy[1]:.1f}%) in {alt.train_time_s[0]:.3g} s"
             )
         lines.append("  " + self.reason)
         return "\n".join(lines)

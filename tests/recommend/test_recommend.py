@@ -61,6 +61,8 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload):
     # "accuracy": nothing predicted surely more accurate than the recommendation.
     assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] for a in rec.alternatives)
     assert "low end of its interval" in rec.reason
+    for alt in rec.alternatives:  # each shown with the low end it was ranked by
+        assert f"(at least {100 * alt.accuracy[1]:.1f}%)" in str(rec)
 
 
 def test_objectives_order_time_and_accuracy(kb, workload):
