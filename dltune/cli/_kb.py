@@ -61,6 +61,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                                "cache's and the shipped calibrations, scored by default); repeatable")
     validate.add_argument("--no-calibrations", action="store_true",
                           help="score the knowledge base only")
+    validate.add_argument("--objective", choices=("accuracy", "time", "balanced"), default="accuracy",
+                          help="the objective the regret's pick is made for (default: accuracy)")
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.set_defaults(func=run_validate)
 
@@ -213,7 +215,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
         calibrations = [*calibration_records(), *calibrations]
     calibrations = calibrations or False
-    report = validate_kb(records=args.records, calibrations=calibrations)
+    report = validate_kb(records=args.records, objective=args.objective, calibrations=calibrations)
     if args.json:
         print_json(report.to_dict())
     else:

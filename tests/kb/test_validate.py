@@ -71,6 +71,21 @@ def test_cli_validate_json(tiny_kb, cli):
     assert data["calibrations"] == []  # other records than the shipped ones: no calibrations
 
 
+def test_cli_validate_objective(tiny_kb, cli):
+    records = str(tiny_kb / "records.jsonl")
+    by_time = json.loads(cli("kb", "validate", "--records", records, "--objective", "time",
+                             "--json").stdout)
+    by_acc = json.loads(cli("kb", "validate", "--records", records, "--json").stdout)
+    # The report says which objective its picks were made for: the flag reached validate_kb.
+    assert by_time["objective"] == "time" and by_acc["objective"] == "accuracy"
+    # Same folds: everything but the picks agrees.
+    for a, b in zip(by_time["workloads"], by_acc["workloads"], strict=True):
+        assert a["accuracy_spearman"] == b["accuracy_spearman"]
+        assert a["train_time_mape_pct"] == b["train_time_mape_pct"]
+    bad = cli("kb", "validate", "--records", records, "--objective", "fast")
+    assert bad.returncode != 0 and "invalid choice: 'fast'" in bad.stderr
+
+
 def test_a_calibration_is_scored_on_the_workloads_it_did_not_run(tiny_kb, tmp_path, cli):
     # Another machine, 3x slower, calibrated on the tiny knowledge base's three workloads: each
     # held-out workload's runs are predicted 3x too fast from the knowledge base alone, and
