@@ -332,7 +332,8 @@ def recommend(
     # A description that cannot tell apart the measured machines of its CPU: its times span
     # them (hedge_machines' note), not one machine's model or speed.
     spanned = len(perf.machines_alike(hw_dict)) >= 2
-    speed = None if spanned else perf.machine_speed_.get(perf.machine_of(hw_dict))
+    machine = perf.machine_of(hw_dict)
+    speed = None if spanned else perf.machine_speed_.get(machine)
     own = None if spanned else perf.time_source(hw_dict, chosen.config.framework)
     if own:
         reason += (f" Training times come from a cost model fitted on this machine's own "
@@ -344,9 +345,9 @@ def recommend(
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
                    f"measured on, for {chosen.config.framework}"
                    f"{_threads_gain(speed, chosen.config.framework, threads)}.")
-    now = None if spanned else perf.machine_now_.get(perf.machine_of(hw_dict))
+    now = None if spanned else perf.machine_now_.get(machine)
     if now:
-        info = perf.machine_now_info_[perf.machine_of(hw_dict)]
+        info = perf.machine_now_info_[machine]
         if info.get("here", True):
             factor = math.exp(machine_factor(now, chosen.config.framework, spec.name, threads))
             reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "

@@ -857,7 +857,10 @@ class PerformanceModel:
             out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
         if self.machine_speed_ or self.machine_memory_ or self.machine_time_ or self.machine_now_:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
-            machines = [keys.setdefault(id(r["hardware"]), self.machine_of(r["hardware"])) for r in rows]
+            for r in rows:
+                if id(r["hardware"]) not in keys:
+                    keys[id(r["hardware"])] = self.machine_of(r["hardware"])
+            machines = [keys[id(r["hardware"])] for r in rows]
             frameworks = [r["config"]["framework"] for r in rows]
             models = [r["meta"].get("model") for r in rows]
             threads = [intra_threads(r["config"], r["hardware"]) for r in rows]
