@@ -11,13 +11,14 @@ from dltune.recommend._recommend import (
     OBJECTIVES,
     Candidate,
     Recommendation,
+    alternatives_of,
     pareto_front,
     pick,
     recommend,
 )
 
-__all__ = ["OBJECTIVES", "Candidate", "Recommendation", "candidate_configs", "pareto_front",
-           "pick", "recommend"]
+__all__ = ["OBJECTIVES", "Candidate", "Recommendation", "alternatives_of", "candidate_configs",
+           "pareto_front", "pick", "recommend"]
 
 
 class _CallablePackage(types.ModuleType):

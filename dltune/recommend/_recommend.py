@@ -15,7 +15,7 @@ from dltune._validation import check_choice, check_float, check_int
 from dltune.config import TrainConfig
 from dltune.recommend._candidates import candidate_configs, describe
 
-__all__ = ["Candidate", "Recommendation", "recommend", "OBJECTIVES", "pick"]
+__all__ = ["Candidate", "Recommendation", "recommend", "OBJECTIVES", "pick", "alternatives_of"]
 
 OBJECTIVES = ("accuracy", "time", "balanced")
 _CONSTRAINTS = ("max_train_time", "max_memory_mb", "min_accuracy")
@@ -33,6 +33,10 @@ TIME_OBJECTIVE_SLACK = 0.02
 ACCURACY_TIE = 0.001
 # "balanced": one accuracy point is worth halving the training time.
 BALANCED_POINTS_PER_HALVING = 1.0
+# Alternatives are drawn from the Pareto front's members whose low end is within this much of
+# the pick's: its fast end is a one-epoch run that has learnt little (35 % on digits, against
+# the pick's 91.5 %), a trade no objective would take (5 points = a 32x faster run, balanced).
+ALTERNATIVES_WITHIN = 0.05
 
 _hardware_cache: dict[str, Any] = {}
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
@@ -62,7 +66,8 @@ class Recommendation:
     warm start); ``predicted`` maps ``accuracy``, ``train_time_s``, ``peak_rss_mb`` to
     ``(point, low, high)``; ``alternatives`` are other candidates on the Pareto front of
     predicted training time and the accuracy each is predicted to reach at least (the low end
-    of its interval, which the objectives rank by).
+    of its interval, which the objectives rank by), within ``ALTERNATIVES_WITHIN`` of the
+    pick's where the front allows (:func:`alternatives_of`).
     """
 
     workload: str
@@ -216,6 +221,24 @@ def pick(objective: str, accuracy: np.ndarray, time: np.ndarray) -> int:
     return int(np.argmax(score))
 
 
+def alternatives_of(best: int, accuracy: np.ndarray, time: np.ndarray, n: int) -> list[int]:
+    """Up to ``n`` indices of alternatives to candidate ``best``, fastest first.
+
+    They lie on the Pareto front of ``accuracy`` (what the candidates are ranked by: the low
+    end) and ``time``, spread along the part of it within ``ALTERNATIVES_WITHIN`` of the best's
+    accuracy; where that part holds fewer than ``n``, the most accurate of the rest fill in.
+    """
+    if n <= 0:
+        return []
+    front = [int(i) for i in pareto_front(accuracy, time) if int(i) != best]
+    near = [i for i in front if accuracy[i] >= accuracy[best] - ALTERNATIVES_WITHIN]
+    if len(near) > n:
+        # Spread along the front rather than taking neighbours of the best.
+        near = [near[int(round(j))] for j in np.linspace(0, len(near) - 1, n)]
+    rest = sorted(set(front) - set(near), key=lambda i: -accuracy[i])[:n - len(near)]
+    return sorted(dict.fromkeys(near + rest), key=lambda i: (time[i], -accuracy[i]))
+
+
 def recommend(
     workload: Any,
     hardware: Any = None,
@@ -244,7 +267,8 @@ def recommend(
             to the predicted values.
         frameworks: candidate frameworks (default: every one the knowledge base measured that
             is available here, or all it measured for another machine's hardware).
-        top_k: how many configurations to return: the best plus ``top_k - 1`` alternatives.
+        top_k: how many configurations to return: the best plus up to ``top_k - 1``
+            alternatives on the Pareto front (:func:`alternatives_of`).
         model: model preset when ``workload`` is a name or arrays (default ``lenet``).
         records: extra measurement records (or record files) to fit on.
         storage: Optuna storage whose records are added (``"default"``: ``./dltune.db`` or
@@ -310,18 +334,16 @@ def recommend(
             f"{pred['peak_rss_mb'].min():.0f} MB."
         )
     sure = pred["accuracy_low"]
-    best = int(idx[pick(objective, sure[idx], time[idx])])
+    chosen_j = pick(objective, sure[idx], time[idx])
+    best = int(idx[chosen_j])
 
     def candidate(i: int) -> Candidate:
         return Candidate(configs[i], *[(float(pred[k][i]), float(pred[f"{k}_low"][i]),
                                         float(pred[f"{k}_high"][i]))
                                        for k in ("accuracy", "train_time_s", "peak_rss_mb")])
 
-    front = [int(idx[j]) for j in pareto_front(sure[idx], time[idx]) if int(idx[j]) != best]
-    if len(front) > top_k - 1:
-        # Spread the alternatives along the front rather than taking neighbours of the best.
-        front = [front[int(round(j))] for j in np.linspace(0, len(front) - 1, top_k - 1)] if top_k > 1 else []
-    alternatives = [candidate(i) for i in dict.fromkeys(front)]
+    others = alternatives_of(chosen_j, sure[idx], time[idx], top_k - 1)
+    alternatives = [candidate(int(idx[j])) for j in others]
     ood, reasons, nearest = perf.novelty(meta, hw_dict)
     threads = intra_threads(_config_features(configs[best]), hw_dict)
     beyond = perf.threads_reason(threads, hw_dict)

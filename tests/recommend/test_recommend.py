@@ -9,7 +9,7 @@ import pytest
 
 from dltune._errors import DltuneError, ParameterError
 from dltune.config import TrainConfig
-from dltune.recommend import Recommendation, pareto_front, pick, recommend
+from dltune.recommend import Recommendation, alternatives_of, pareto_front, pick, recommend
 
 pytestmark = pytest.mark.slow
 
@@ -60,6 +60,8 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload):
                        for j, (a, t) in enumerate(points) if j != i)
     # "accuracy": nothing predicted surely more accurate than the recommendation.
     assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] for a in rec.alternatives)
+    assert [a.config for a in rec.alternatives] == [  # the front's useful part, fastest first
+        rec_alt.config for rec_alt in sorted(rec.alternatives, key=lambda a: a.train_time_s[0])]
     assert "low end of its interval" in rec.reason
     for alt in rec.alternatives:  # each shown with the low end it was ranked by
         assert f"(at least {100 * alt.accuracy[1]:.1f}%)" in str(rec)
@@ -326,6 +328,20 @@ def test_pick_and_pareto_front():
     assert pick("accuracy", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 0
     # Within a tenth of a point (ACCURACY_TIE) is a tie: the faster wins.
     assert pick("accuracy", np.array([0.95, 0.9495]), np.array([100.0, 1.0])) == 1
+
+
+def test_alternatives_are_spread_over_the_useful_part_of_the_front():
+    """Not the front's fast end (a one-epoch run far below the pick): its members within
+    ALTERNATIVES_WITHIN (5 points) of the pick, then the most accurate of the rest."""
+    acc = np.array([0.30, 0.60, 0.86, 0.88, 0.90, 0.91, 0.92, 0.85])
+    time = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.9])  # the last is dominated
+    assert alternatives_of(5, acc, time, 2) == [2, 6]  # the ends of 0.86..0.92, fastest first
+    assert alternatives_of(5, acc, time, 1) == [2]
+    assert alternatives_of(5, acc, time, 4) == [2, 3, 4, 6]
+    assert alternatives_of(5, acc, time, 6) == [0, 1, 2, 3, 4, 6]  # 0.60, then 0.30 fill in
+    assert alternatives_of(5, acc, time, 10) == [0, 1, 2, 3, 4, 6]  # never a dominated one
+    assert alternatives_of(5, acc, time, 0) == []
+    assert alternatives_of(0, acc, time, 2) == [1, 6]  # the pick at the fast end: all near it
 
 
 def test_parent_process_imports_no_framework(kb):
