@@ -37,7 +37,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 24
+FORMAT_VERSION = 25
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -790,6 +790,7 @@ class PerformanceModel:
                                                  "dataset": w.get("dataset"),
                                                  "dataset_params": w.get("dataset_params") or {},
                                                  "fingerprint": w.get("fingerprint"),
+                                                 "model": w.get("model") or w["meta"].get("model"),
                                                  "meta": w["meta"], "records": 0})
             entry["records"] += 1
         self.workloads_ = list(workloads.values())
@@ -797,7 +798,10 @@ class PerformanceModel:
         spread = np.nanstd(vectors, axis=0) if len(vectors) > 1 else np.ones(vectors.shape[1])
         self.workload_scale_ = np.where(np.isfinite(spread) & (spread > 0.05), spread, 0.05)
         self.workload_center_ = np.nanmean(vectors, axis=0)
-        loo = [self._distances(v, skip=i).min() for i, v in enumerate(vectors)] if len(vectors) > 1 else [1.0]
+        # How far each measured workload lies from the nearest other of its model.
+        loo = [d for i, v in enumerate(vectors)
+               if np.isfinite(d := self._distances(v, skip=i, model=self.workloads_[i]["model"]).min())]
+        loo = loo or [1.0]
         self.ood_threshold_ = float(max(1.0, 1.25 * max(loo)))
         hardware: dict[str, dict[str, Any]] = {}
         for d in data:
@@ -825,14 +829,23 @@ class PerformanceModel:
                 for key in (machine_key(d.get("hardware") or {}), "*"):
                     self.threads_measured_[key] = max(n, self.threads_measured_.get(key, 0))
 
-    def _distances(self, vector: np.ndarray, skip: int | None = None) -> np.ndarray:
+    def _distances(self, vector: np.ndarray, skip: int | None = None, model: str | None = None) -> np.ndarray:
+        """Standardised distances of ``vector`` to the measured workloads; with ``model``, those
+        of another model are infinitely far where ``model`` was measured (:meth:`model_measured`):
+        a workload's size, shape and landmarks say little about how another model trains on it."""
         refs = np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_])
         diff = (refs - vector[None, :]) / self.workload_scale_[None, :]
         diff = np.where(np.isfinite(diff), diff, 3.0)  # a feature unknown on one side: far
         dist = np.sqrt(np.mean(diff**2, axis=1))
+        if model is not None and self.model_measured(model):
+            dist[[w.get("model") != model for w in self.workloads_]] = np.inf
         if skip is not None:
             dist[skip] = np.inf
         return dist
+
+    def model_measured(self, model: str | None) -> bool:
+        """Whether the knowledge base trained model preset ``model`` (None: unknown, taken as yes)."""
+        return model is None or any(w.get("model") == model for w in self.workloads_)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "encoder_"):
@@ -880,10 +893,11 @@ class PerformanceModel:
         return out
 
     def nearest_workloads(self, meta: dict[str, Any], k: int = 3) -> list[tuple[str, float]]:
-        """The ``k`` measured workloads most like ``meta``, with their standardized distance."""
+        """The ``k`` measured workloads most like ``meta``, with their standardized distance: of
+        its model (``meta["model"]``) where the knowledge base trained it, else of any."""
         self._check_fitted()
-        dist = self._distances(workload_vector(meta)[_NOVELTY_IDX])
-        order = np.argsort(dist)[:k]
+        dist = self._distances(workload_vector(meta)[_NOVELTY_IDX], model=meta.get("model"))
+        order = [i for i in np.argsort(dist)[:k] if np.isfinite(dist[i])]
         return [(self.workloads_[i]["name"], round(float(dist[i]), 3)) for i in order]
 
     def data_size_ratio(self, meta: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -908,10 +922,15 @@ class PerformanceModel:
         """Whether a workload / hardware lies outside the knowledge base: (flag, reasons, nearest)."""
         nearest = self.nearest_workloads(meta)
         reasons = []
-        if nearest and nearest[0][1] > self.ood_threshold_:
+        if not self.model_measured(meta.get("model")):
+            measured = sorted({str(w.get("model")) for w in self.workloads_})
+            reasons.append(f"model {meta['model']!r} was never measured (measured: {', '.join(measured)}): "
+                           "its accuracy is predicted from other models' runs")
+        elif nearest and nearest[0][1] > self.ood_threshold_:
             reasons.append(
-                f"workload is unlike every measured one (distance {nearest[0][1]:.2f} to "
-                f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of each other)"
+                f"workload is unlike every measured one of its model (distance {nearest[0][1]:.2f} to "
+                f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of the "
+                "nearest other of their model)"
             )
         larger = self._data_size_reason(meta)
         if larger:
@@ -925,9 +944,10 @@ class PerformanceModel:
         knowledge base, with a note per widening (none when both are like what was measured).
 
         The intervals were calibrated on measured workloads and hardware; outside them they
-        would claim a confidence the data cannot give. A workload at distance ``d`` beyond the
-        out-of-distribution threshold ``t`` gets every interval's width multiplied by
-        ``1 + d / t``; a data set ``r`` > :data:`DATA_SIZE_OOD` times the largest measured gets
+        would claim a confidence the data cannot give. A workload at distance ``d`` (from the
+        nearest measured workload of its model) beyond the out-of-distribution threshold ``t``
+        gets every interval's width multiplied by ``1 + d / t``, a model never measured by
+        ``1 + max(d, t) / t``; a data set ``r`` > :data:`DATA_SIZE_OOD` times the largest measured gets
         the training-time and memory intervals' widths (in log space) multiplied by
         ``1 + ln(r)`` instead where that is more (their cost models extrapolate in size, with
         coefficients fitted on smaller data sets); hardware unlike the measured gets the training-time interval widened by
@@ -946,13 +966,16 @@ class PerformanceModel:
         notes = []
         nearest = self.nearest_workloads(meta, k=1)
         unlike = 1.0
-        if nearest and nearest[0][1] > self.ood_threshold_:
-            unlike = 1.0 + nearest[0][1] / self.ood_threshold_
+        new_model = not self.model_measured(meta.get("model"))
+        if nearest and (new_model or nearest[0][1] > self.ood_threshold_):
+            # A model never measured: at least as unlike as the threshold (2x wider).
+            unlike = 1.0 + max(nearest[0][1], self.ood_threshold_ if new_model else 0.0) / self.ood_threshold_
             for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
                 _stretch(out, key, unlike, log_space)
             out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
             out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
-            notes.append(f"intervals {unlike:.1f}x wider: the workload is unlike every measured one")
+            notes.append(f"intervals {unlike:.1f}x wider: " + ("its model was never measured" if new_model
+                                                              else "the workload is unlike every measured one of its model"))
         larger = self._data_size_reason(meta)
         # The distance counts the data's size too: a data set both larger and unlike gets the
         # larger of the two stretches, not their product.

@@ -413,7 +413,7 @@ def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_
     # Widened: here by the distance (1,797 samples are also unlike the 200-450 measured), at
     # least as much as the size's 1 + ln(ratio) would (the larger of the two applies).
     unlike = 1 + model.nearest_workloads(large.meta_features(), k=1)[0][1] / model.ood_threshold_
-    assert rec.interval_notes == [f"intervals {unlike:.1f}x wider: the workload is unlike every measured one"]
+    assert rec.interval_notes == [f"intervals {unlike:.1f}x wider: the workload is unlike every measured one of its model"]
     assert unlike >= 1 + np.log(ratio)
     # The widening itself: the log distances from the point to the time and memory interval
     # ends times 1 + ln(ratio); accuracy's unchanged (alone, without the distance's stretch).

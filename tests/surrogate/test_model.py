@@ -95,6 +95,39 @@ def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
     assert ood and "workload is unlike every measured one" in reasons[0]
 
 
+def test_nearest_workloads_are_of_the_same_model_and_a_new_model_is_flagged(model, tiny_kb, monkeypatch):
+    """Distances count only workloads of the model asked about where it was measured; a model
+    the knowledge base never trained is out of distribution, its intervals at least 2x wider."""
+    import copy
+
+    record = RecordStore(tiny_kb).records()[0]
+    meta = dict(record.workload["meta"], model="mlp")
+    everyone = model.nearest_workloads(meta, k=100)
+    assert len(everyone) == len(model.workloads_) and not model.novelty(meta, record.hardware)[0]
+    # Say the nearest of them trained LeNet: an MLP workload no longer lists it, a LeNet one
+    # lists only it.
+    workloads = copy.deepcopy(model.workloads_)
+    nearest = next(w for w in workloads if w["name"] == everyone[0][0])
+    nearest["model"] = "lenet"
+    monkeypatch.setattr(model, "workloads_", workloads)
+    assert everyone[0] not in model.nearest_workloads(meta, k=100)
+    assert len(model.nearest_workloads(meta, k=100)) == len(workloads) - 1
+    assert model.nearest_workloads(dict(meta, model="lenet"), k=100) == [everyone[0]]
+    # A model nobody measured: flagged, with the measured ones named; every workload is a
+    # neighbour; intervals widened as if it lay at the threshold's distance or beyond.
+    new = dict(meta, model="cifar_quick")
+    ood, reasons, near = model.novelty(new, record.hardware)
+    assert ood and reasons[0].startswith("model 'cifar_quick' was never measured (measured: lenet, mlp)")
+    assert len(model.nearest_workloads(new, k=100)) == len(workloads)
+    pred = model.predict([dict(record_row(record), meta=new)])
+    wide, notes = model.widen(pred, new, record.hardware)
+    stretch = 1 + max(near[0][1], model.ood_threshold_) / model.ood_threshold_
+    assert notes[0] == f"intervals {stretch:.1f}x wider: its model was never measured" and stretch >= 2.0
+    point, low, high = (float(pred[k][0]) for k in ("accuracy", "accuracy_low", "accuracy_high"))
+    assert wide["accuracy_low"][0] == pytest.approx(max(0.0, point - stretch * (point - low)))
+    assert wide["accuracy_high"][0] == pytest.approx(min(1.0, point + stretch * (high - point)))
+
+
 def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     record = RecordStore(tiny_kb).records()[0]
     row = record_row(record)
