@@ -39,9 +39,11 @@ class ValidationReport:
     def table(self) -> str:
         from dltune.cli._common import format_table
 
-        rows = self.workloads + [{"workload": "OVERALL", **self.overall}]
+        rows = [dict(r, ood="yes" if r.get("out_of_distribution") else "") for r in self.workloads]
+        rows += [{"workload": "OVERALL", **self.overall, "ood": self.overall.get("out_of_distribution")}]
         columns = [
             ("workload", "held-out workload", ""), ("machine", "measured on", ""), ("n", "runs", ""),
+            ("ood", "OOD", ""), ("nearest_distance", "nearest", ".2f"),
             ("train_time_mape_pct", "time MAPE %", ".1f"),
             ("train_time_mape_as_configured_pct", "as configured %", ".1f"),
             ("repeat_time_ape_pct", "repeat APE %", ".1f"),
@@ -75,6 +77,14 @@ class ValidationReport:
             f"{_fmt_place(o.get('picked_place_median'))} in the median, "
             f"{_fmt_place(o.get('picked_place_max'))} at worst, 1 the best measured)",
         ]
+        flagged = [r for r in self.workloads if r.get("out_of_distribution")]
+        if flagged:
+            others = [r for r in self.workloads if not r.get("out_of_distribution")]
+            verdicts.append(
+                f"held out, {len(flagged)} of {len(self.workloads)} workloads were flagged out of "
+                f"distribution (their intervals widened, as recommend's): regret "
+                f"{np.mean([r['regret_points'] for r in flagged]):.2f} points on average there, "
+                f"{_fmt(np.mean([r['regret_points'] for r in others]) if others else None)} on the others")
         by_machine = o.get("train_time_mape_pct_by_machine") or {}
         if len(by_machine) > 1:
             verdicts.append("train-time MAPE by machine: " + ", ".join(
@@ -302,7 +312,11 @@ def validate_kb(
     configuration the surrogates rank first (among the workload's measured ones, by
     ``objective`` on the low end of the accuracy interval, as ``recommend`` ranks) below the
     best measured accuracy, in points, and its training time over
-    the most accurate configuration's.
+    the most accurate configuration's. Each held-out workload is also flagged out of
+    distribution or not as ``recommend`` would flag it (``out_of_distribution``, with
+    ``nearest_distance`` to the nearest other workload of its model), and its intervals are
+    widened as ``recommend`` widens them before they are scored (the pick, as ``recommend``'s,
+    ranks the low ends as learnt).
 
     Args:
         records: records, dicts or record files (default: the shipped knowledge base).
@@ -339,20 +353,25 @@ def validate_kb(
         train = [d for other, ds in groups.items() if other != label for d in ds]
         model = PerformanceModel(calibrate=calibrate).fit(train)
         held_rows = [record_row(d) for d in held]
-        pred = model.predict(held_rows)
+        # As recommend sees it: flagged out of distribution or not, with its intervals widened
+        # where it is (the picks rank the widened low ends, as recommend's do).
+        meta, hardware = held_rows[0]["meta"], held_rows[0]["hardware"]
+        ood, _, nearest = model.novelty(meta, hardware)
+        learnt = model.predict(held_rows)
+        pred, _ = model.widen(learnt, meta, hardware)
         # The time model is asked about the epochs each run trained: a run stopped early
         # (diverged) took the time of the epochs it ran, which no time model can foresee from
         # the configuration. ``as configured`` scores the configured epochs too.
         ran_rows = [epochs_ran(d, row) for d, row in zip(held, held_rows, strict=True)]
         stopped = np.array([a is not b for a, b in zip(ran_rows, held_rows, strict=True)])
-        t_pred = model.predict(ran_rows) if stopped.any() else pred
+        t_pred = model.widen(model.predict(ran_rows), meta, hardware)[0] if stopped.any() else pred
         t_true = np.array([d["metrics"]["train_time_s"] for d in held])
         a_true = np.array([d["metrics"]["test_accuracy"] for d in held])
         rel = np.abs(t_pred["train_time_s"] - t_true) / t_true
         rel_configured = np.abs(pred["train_time_s"] - t_true) / t_true
         inside = (t_true >= t_pred["train_time_s_low"]) & (t_true <= t_pred["train_time_s_high"])
-        # As recommend picks: by the low end of the accuracy interval.
-        chosen = pick(objective, pred["accuracy_low"], pred["train_time_s"])
+        # As recommend picks: by the low end of the accuracy interval as learnt (not widened).
+        chosen = pick(objective, learnt["accuracy_low"], learnt["train_time_s"])
         best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())
         # Which machine measured the held-out runs (a build resumed on another machine holds
@@ -380,6 +399,8 @@ def validate_kb(
             "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),
             "machine": " + ".join(sorted(set(identities), key=identities.index)),
             "frameworks": sorted({d["config"]["framework"] for d in held}),
+            "out_of_distribution": bool(ood),
+            "nearest_distance": float(nearest[0][1]) if nearest else None,
             "train_time_mape_pct": 100 * float(rel.mean()),
             "train_time_median_ape_pct": 100 * float(np.median(rel)),
             "stopped_early": int(stopped.sum()),
@@ -425,6 +446,7 @@ def validate_kb(
         "picked_time_ratio": float(np.median([r["picked_time_ratio"] for r in rows])) if rows else None,
         "picked_place_median": float(np.median([r["picked_place"] for r in rows])) if rows else None,
         "picked_place_max": max(r["picked_place"] for r in rows) if rows else None,
+        "out_of_distribution": sum(r["out_of_distribution"] for r in rows),
         **_overall_noise(rows),
     }
     rows = [_clean_row(r) for r in rows]

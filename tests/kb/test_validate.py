@@ -55,6 +55,41 @@ def test_leave_one_workload_out_structure(tiny_kb):
     json.dumps(report.to_dict())
 
 
+def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, monkeypatch):
+    """A held-out workload unlike the others is flagged out of distribution, and its intervals
+    are widened before they are scored or picked from, as recommend's are."""
+    from dltune.surrogate import PerformanceModel
+
+    records = RecordStore(tiny_kb).records()
+    plain = validate_kb(records, calibrate=False)
+    assert all(r["nearest_distance"] > 0 for r in plain.workloads)
+    flagged = sum(r["out_of_distribution"] for r in plain.workloads)
+    assert plain.overall["out_of_distribution"] == flagged < 3
+    # Say a workload that was not flagged lies far beyond the threshold from the others.
+    first = next(r["label"] for r in plain.workloads if not r["out_of_distribution"])
+    n_train = next(r.workload["meta"]["n_train"] for r in records if workload_label(r.to_dict()) == first)
+    real = PerformanceModel.nearest_workloads
+
+    def nearest(self, meta, k=3):
+        out = real(self, meta, k)
+        return [(name, 10 * self.ood_threshold_) for name, _ in out] if meta["n_train"] == n_train else out
+
+    monkeypatch.setattr(PerformanceModel, "nearest_workloads", nearest)
+    report = validate_kb(records, calibrate=False)
+    rows = {r["label"]: r for r in report.workloads}
+    assert rows[first]["out_of_distribution"] is True
+    assert sum(r["out_of_distribution"] for r in report.workloads) == report.overall["out_of_distribution"] == flagged + 1
+    # Widened 11x: the accuracy interval holds at least as many runs as before, and more
+    # training times too.
+    before = {r["label"]: r for r in plain.workloads}[first]
+    assert rows[first]["accuracy_coverage_pct"] >= before["accuracy_coverage_pct"]
+    assert rows[first]["train_time_coverage_pct"] == 100.0
+    table = report.table()
+    there = np.mean([r["regret_points"] for r in report.workloads if r["out_of_distribution"]])
+    assert f"held out, {flagged + 1} of 3 workloads were flagged out of distribution" in table
+    assert f"{there:.2f} points on average there" in table
+
+
 def test_validation_needs_two_workloads(tiny_kb):
     records = RecordStore(tiny_kb).records()
     one = [r for r in records if r.workload["fingerprint"] == records[0].workload["fingerprint"]]

@@ -100,6 +100,37 @@ def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypa
     assert rec.predicted["accuracy"] == pytest.approx((0.98, 0.97, 0.99))
 
 
+def test_widening_out_of_distribution_does_not_move_the_pick(kb, workload, monkeypatch):
+    """The pick ranks the low ends as learnt; widened intervals are what is shown."""
+    from dltune.recommend import _recommend
+    from dltune.surrogate import PerformanceModel
+
+    real = PerformanceModel.predict
+
+    def predict(self, rows):
+        pred = {k: np.array(v, dtype=float) for k, v in real(self, rows).items()}
+        # Candidate 0: the best learnt low end, with a wider interval than candidate 1's.
+        pred["accuracy"][:2] = [0.99, 0.97]
+        pred["accuracy_low"][:2] = [0.97, 0.965]
+        pred["accuracy_high"][:2] = [1.0, 0.98]
+        pred["accuracy_low"][2:] = np.minimum(pred["accuracy_low"][2:], 0.8)
+        pred["accuracy"][2:] = np.minimum(pred["accuracy"][2:], 0.85)
+        return pred
+
+    def widen(self, pred, meta, hardware):  # 5x wider: 0.99 - 5 x 0.02 = 0.89 < 0.97 - 5 x 0.005
+        out = {k: np.array(v, dtype=float) for k, v in pred.items()}
+        out["accuracy_low"] = out["accuracy"] - 5 * (out["accuracy"] - out["accuracy_low"])
+        return out, ["intervals 5.0x wider: a test"]
+
+    monkeypatch.setattr(PerformanceModel, "predict", predict)
+    monkeypatch.setattr(PerformanceModel, "widen", widen)
+    monkeypatch.setattr(_recommend, "_predictions", {})
+    rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
+                    frameworks=["numpy"])
+    assert rec.predicted["accuracy"] == pytest.approx((0.99, 0.89, 1.0))
+    assert rec.interval_notes == ["intervals 5.0x wider: a test"]
+
+
 def test_constraints_filter_or_fail_clearly(kb, workload):
     base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, top_k=4)
     # A limit between the pick and the fastest alternative on the Pareto front: feasible, and
