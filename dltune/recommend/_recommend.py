@@ -363,9 +363,9 @@ def recommend(
     speed = None if spanned else perf.machine_speed_.get(machine)
     own = None if spanned else perf.time_source(hw_dict, chosen.config.framework)
     if own:
-        reason += (f" Training times come from a cost model fitted on this machine's own "
-                   f"{chosen.config.framework} runs ({own['records']} runs of {own['workloads']} "
-                   f"workloads).")
+        reason += (f" Training times come from a cost model fitted on this machine's own runs "
+                   f"({own['records']} runs of {own['workloads']} workloads, "
+                   f"{' and '.join(own['frameworks'])}).")
     elif speed:
         factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name, threads))
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
