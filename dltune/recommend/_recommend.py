@@ -236,7 +236,7 @@ def alternatives_of(best: int, accuracy: np.ndarray, time: np.ndarray, n: int) -
         # Spread along the front rather than taking neighbours of the best.
         near = [near[int(round(j))] for j in np.linspace(0, len(near) - 1, n)]
     rest = sorted(set(front) - set(near), key=lambda i: -accuracy[i])[:n - len(near)]
-    return sorted(dict.fromkeys(near + rest), key=lambda i: (time[i], -accuracy[i]))
+    return sorted(near + rest, key=lambda i: (time[i], -accuracy[i]))
 
 
 def recommend(

@@ -918,15 +918,25 @@ class PerformanceModel:
                           f"and test input values against {ratio[2]:,.0f}): training time and memory are "
                           f"extrapolated by their cost models")
 
+    def _unlike(self, meta: dict[str, Any], k: int) -> tuple[list[tuple[str, float]], bool, float]:
+        """The ``k`` nearest workloads of ``meta``, whether its model was never measured, and how
+        many times wider its intervals get for the workload (1.0: like the measured ones): ``1 +
+        d / t`` beyond the threshold ``t``, ``1 + max(d, t) / t`` for a model never measured."""
+        nearest = self.nearest_workloads(meta, k=k)
+        new_model = not self.model_measured(meta.get("model"))
+        if not nearest or not (new_model or nearest[0][1] > self.ood_threshold_):
+            return nearest, new_model, 1.0
+        return nearest, new_model, 1.0 + max(nearest[0][1], self.ood_threshold_ if new_model else 0.0) / self.ood_threshold_
+
     def novelty(self, meta: dict[str, Any], hardware: dict[str, Any]) -> tuple[bool, list[str], list[tuple[str, float]]]:
         """Whether a workload / hardware lies outside the knowledge base: (flag, reasons, nearest)."""
-        nearest = self.nearest_workloads(meta)
+        nearest, new_model, unlike = self._unlike(meta, k=3)
         reasons = []
-        if not self.model_measured(meta.get("model")):
+        if new_model:
             measured = sorted({str(w.get("model")) for w in self.workloads_})
             reasons.append(f"model {meta['model']!r} was never measured (measured: {', '.join(measured)}): "
                            "its accuracy is predicted from other models' runs")
-        elif nearest and nearest[0][1] > self.ood_threshold_:
+        elif unlike > 1.0:
             reasons.append(
                 f"workload is unlike every measured one of its model (distance {nearest[0][1]:.2f} to "
                 f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of the "
@@ -964,12 +974,8 @@ class PerformanceModel:
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         notes = []
-        nearest = self.nearest_workloads(meta, k=1)
-        unlike = 1.0
-        new_model = not self.model_measured(meta.get("model"))
-        if nearest and (new_model or nearest[0][1] > self.ood_threshold_):
-            # A model never measured: at least as unlike as the threshold (2x wider).
-            unlike = 1.0 + max(nearest[0][1], self.ood_threshold_ if new_model else 0.0) / self.ood_threshold_
+        _, new_model, unlike = self._unlike(meta, k=1)
+        if unlike > 1.0:
             for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
                 _stretch(out, key, unlike, log_space)
             out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)

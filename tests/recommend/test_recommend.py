@@ -74,27 +74,30 @@ def test_objectives_order_time_and_accuracy(kb, workload):
     assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1]
 
 
-def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypatch):
-    """A candidate predicted a little more accurate but far less surely does not win."""
+def _two_candidates(monkeypatch, point, low, high, rest_point, rest_low):
+    """Predictions with candidates 0 and 1 set to ``point``, ``low`` and ``high`` (pairs) and
+    every other candidate's point and low end capped at ``rest_point`` and ``rest_low``."""
+    from dltune.recommend import _recommend
     from dltune.surrogate import PerformanceModel
 
     real = PerformanceModel.predict
 
     def predict(self, rows):
         pred = {k: np.array(v, dtype=float) for k, v in real(self, rows).items()}
-        # Candidate 0: the best point by far, with the widest interval; candidate 1: a point
-        # just below it, with the best low end.
-        pred["accuracy"][:2] = [0.99, 0.98]
-        pred["accuracy_low"][:2] = [0.50, 0.97]
-        pred["accuracy_high"][:2] = [1.0, 0.99]
-        pred["accuracy_low"][2:] = np.minimum(pred["accuracy_low"][2:], 0.9)
-        pred["accuracy"][2:] = np.minimum(pred["accuracy"][2:], 0.95)
+        pred["accuracy"][:2], pred["accuracy_low"][:2], pred["accuracy_high"][:2] = point, low, high
+        pred["accuracy_low"][2:] = np.minimum(pred["accuracy_low"][2:], rest_low)
+        pred["accuracy"][2:] = np.minimum(pred["accuracy"][2:], rest_point)
         return pred
-
-    from dltune.recommend import _recommend
 
     monkeypatch.setattr(PerformanceModel, "predict", predict)
     monkeypatch.setattr(_recommend, "_predictions", {})  # not the memo of an earlier test
+
+
+def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypatch):
+    """A candidate predicted a little more accurate but far less surely does not win."""
+    # Candidate 0: the best point by far, with the widest interval; candidate 1: a point just
+    # below it, with the best low end.
+    _two_candidates(monkeypatch, [0.99, 0.98], [0.50, 0.97], [1.0, 0.99], 0.95, 0.9)
     rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
                     frameworks=["numpy"])
     assert rec.predicted["accuracy"] == pytest.approx((0.98, 0.97, 0.99))
@@ -102,29 +105,17 @@ def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypa
 
 def test_widening_out_of_distribution_does_not_move_the_pick(kb, workload, monkeypatch):
     """The pick ranks the low ends as learnt; widened intervals are what is shown."""
-    from dltune.recommend import _recommend
     from dltune.surrogate import PerformanceModel
 
-    real = PerformanceModel.predict
-
-    def predict(self, rows):
-        pred = {k: np.array(v, dtype=float) for k, v in real(self, rows).items()}
-        # Candidate 0: the best learnt low end, with a wider interval than candidate 1's.
-        pred["accuracy"][:2] = [0.99, 0.97]
-        pred["accuracy_low"][:2] = [0.97, 0.965]
-        pred["accuracy_high"][:2] = [1.0, 0.98]
-        pred["accuracy_low"][2:] = np.minimum(pred["accuracy_low"][2:], 0.8)
-        pred["accuracy"][2:] = np.minimum(pred["accuracy"][2:], 0.85)
-        return pred
+    # Candidate 0: the best learnt low end, with a wider interval than candidate 1's.
+    _two_candidates(monkeypatch, [0.99, 0.97], [0.97, 0.965], [1.0, 0.98], 0.85, 0.8)
 
     def widen(self, pred, meta, hardware):  # 5x wider: 0.99 - 5 x 0.02 = 0.89 < 0.97 - 5 x 0.005
         out = {k: np.array(v, dtype=float) for k, v in pred.items()}
         out["accuracy_low"] = out["accuracy"] - 5 * (out["accuracy"] - out["accuracy_low"])
         return out, ["intervals 5.0x wider: a test"]
 
-    monkeypatch.setattr(PerformanceModel, "predict", predict)
     monkeypatch.setattr(PerformanceModel, "widen", widen)
-    monkeypatch.setattr(_recommend, "_predictions", {})
     rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
                     frameworks=["numpy"])
     assert rec.predicted["accuracy"] == pytest.approx((0.99, 0.89, 1.0))
