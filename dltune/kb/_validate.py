@@ -54,6 +54,7 @@ class ValidationReport:
             ("accuracy_tied_top_pct", "tied at best %", ".0f"),
             ("accuracy_spearman_ceiling", "ceiling", ".2f"),
             ("regret_points", "regret pts", ".2f"),
+            ("regret_floor_points", "floor", ".2f"),
             ("picked_place", "pick's place", ""),
             ("picked_time_ratio", "picked/best time", ".2f"),
             ("memory_mape_pct", "mem MAPE %", ".1f"),
@@ -75,7 +76,11 @@ class ValidationReport:
             f"within it on {sum(r['regret_points'] <= self.bars['regret_points_max'] for r in self.workloads)} "
             f"of {len(self.workloads)} workloads; the pick's place among its workload's runs "
             f"{_fmt_place(o.get('picked_place_median'))} in the median, "
-            f"{_fmt_place(o.get('picked_place_max'))} at worst, 1 the best measured)",
+            f"{_fmt_place(o.get('picked_place_max'))} at worst, 1 the best measured; "
+            f"floors (seed noise: a predictor of each configuration's expected accuracy) "
+            f"{_fmt(o.get('regret_floor_points'))} on average, {_fmt(o.get('regret_floor_points_max'))} at "
+            f"worst, within the bar on {_at_most(self.workloads, 'regret_floor_points', self.bars['regret_points_max'])}; "
+            f"the regret at or below its floor on {_at_floor(self.workloads)})",
         ]
         flagged = [r for r in self.workloads if r.get("out_of_distribution")]
         if flagged:
@@ -113,6 +118,15 @@ def _fmt_place(value: float | None) -> str:
 
 def _count(rows: list[dict[str, Any]], key: str, at_least: float) -> int:
     return sum(1 for r in rows if r.get(key) is not None and r[key] >= at_least)
+
+
+def _at_most(rows: list[dict[str, Any]], key: str, most: float) -> int:
+    return sum(1 for r in rows if r.get(key) is not None and r[key] <= most)
+
+
+def _at_floor(rows: list[dict[str, Any]]) -> int:
+    return sum(1 for r in rows if r.get("regret_floor_points") is not None
+               and r["regret_points"] <= r["regret_floor_points"])
 
 
 def _fmt(value: float | None) -> str:
@@ -153,7 +167,8 @@ def _repeat_pairs(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any
 
 def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0) -> dict[str, Any]:
     """What repeats say is reachable: the time error of a perfect predictor of the mean of two
-    runs, and the accuracy rank correlation left once each run carries the seed noise.
+    runs, the accuracy rank correlation left once each run carries the seed noise, and the
+    regret left (:func:`_regret_floor`).
 
     The accuracy noise of one run is estimated robustly from the repeat pairs (median absolute
     difference / 0.6745 / sqrt 2); the ceiling is the mean Spearman correlation between the
@@ -168,7 +183,8 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     pairs = _repeat_pairs(records)
     if not pairs:
         return {"repeats": 0, "repeat_time_ape_pct": None, "accuracy_noise_points": None,
-                "accuracy_tied_top_pct": None, "accuracy_spearman_ceiling": None}
+                "accuracy_tied_top_pct": None, "accuracy_spearman_ceiling": None,
+                "regret_floor_points": None}
     t = np.array([[a["metrics"]["train_time_s"], b["metrics"]["train_time_s"]] for a, b in pairs])
     ape = np.abs(t - t.mean(axis=1, keepdims=True)) / t
     diff = np.array([a["metrics"]["test_accuracy"] - b["metrics"]["test_accuracy"] for a, b in pairs])
@@ -181,14 +197,36 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     return {"repeats": len(pairs), "repeat_time_ape_pct": 100 * float(ape.mean()),
             "accuracy_noise_points": 100 * sigma,
             "accuracy_tied_top_pct": 100 * float(np.mean(accuracy == accuracy.max())),
-            "accuracy_spearman_ceiling": float(np.mean(draws)) if draws else None}
+            "accuracy_spearman_ceiling": float(np.mean(draws)) if draws else None,
+            "regret_floor_points": _regret_floor(accuracy, sigma, seed)}
+
+
+def _regret_floor(accuracy: np.ndarray, sigma: float, seed: int = 0, draws: int = 200) -> float:
+    """The regret, in points, of a predictor that knew every configuration's expected accuracy
+    exactly, given seed noise ``sigma``: the measured accuracies taken as the expected ones, each
+    run measured again with that Gaussian noise (``draws`` times), the best of those runs minus
+    the run of the configuration expected best (of tied ones, any: each is as good a pick).
+
+    The same model of the noise as the Spearman ceiling's (:func:`_noise`). Measured accuracies
+    already carry one draw of the noise, so the expected ones spread less than they do: a
+    configuration that measured lucky stands further ahead of the rest than it is, and the floor
+    is, if anything, an underestimate.
+    """
+    if sigma == 0:
+        return 0.0
+    rng = np.random.default_rng(seed + 1)
+    top = np.flatnonzero(accuracy == accuracy.max())
+    again = accuracy + rng.normal(0.0, sigma, (draws, len(accuracy)))
+    picked = again[np.arange(draws), rng.choice(top, draws)]
+    return 100 * float(np.mean(again.max(axis=1) - picked))
 
 
 def _overall_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_repeats = [r for r in rows if r["repeats"]]
     if not with_repeats:
         return {"repeats": 0, "repeat_time_ape_pct": None, "accuracy_spearman_ceiling": None,
-                "accuracy_spearman_ceiling_min": None}
+                "accuracy_spearman_ceiling_min": None, "regret_floor_points": None,
+                "regret_floor_points_max": None}
     weights = np.array([r["repeats"] for r in with_repeats], dtype=float)
     ceilings = [r["accuracy_spearman_ceiling"] for r in with_repeats]
     return {
@@ -197,6 +235,8 @@ def _overall_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                 weights=weights)),
         "accuracy_spearman_ceiling": float(np.mean(ceilings)),
         "accuracy_spearman_ceiling_min": float(min(ceilings)),
+        "regret_floor_points": float(np.mean([r["regret_floor_points"] for r in with_repeats])),
+        "regret_floor_points_max": float(max(r["regret_floor_points"] for r in with_repeats)),
     }
 
 
@@ -312,11 +352,15 @@ def validate_kb(
     configuration the surrogates rank first (among the workload's measured ones, by
     ``objective`` on the low end of the accuracy interval, as ``recommend`` ranks) below the
     best measured accuracy, in points, and its training time over
-    the most accurate configuration's. Each held-out workload is also flagged out of
+    the most accurate configuration's; ``regret_floor_points`` is what a predictor of every
+    configuration's expected accuracy would miss by, given the seed noise its repeats show
+    (:func:`_regret_floor`). Each held-out workload is also flagged out of
     distribution or not as ``recommend`` would flag it (``out_of_distribution``, with
     ``nearest_distance`` to the nearest other workload of its model), and its intervals are
     widened as ``recommend`` widens them before they are scored (the pick, as ``recommend``'s,
-    ranks the low ends as learnt).
+    ranks the low ends as learnt, mixed with the consensus of the other workloads of its model
+    where it is unlike them: ``PerformanceModel.ranking_accuracy``, whose share of its own low
+    ends is ``ranked_own_share``).
 
     Args:
         records: records, dicts or record files (default: the shipped knowledge base).
@@ -370,8 +414,10 @@ def validate_kb(
         rel = np.abs(t_pred["train_time_s"] - t_true) / t_true
         rel_configured = np.abs(pred["train_time_s"] - t_true) / t_true
         inside = (t_true >= t_pred["train_time_s_low"]) & (t_true <= t_pred["train_time_s_high"])
-        # As recommend picks: by the low end of the accuracy interval as learnt (not widened).
-        chosen = pick(objective, learnt["accuracy_low"], learnt["train_time_s"])
+        # As recommend picks: by the low end of the accuracy interval as learnt (not widened),
+        # with the consensus of the other workloads of its model where it is unlike them.
+        sure, share = model.ranking_accuracy(held_rows, meta, learnt["accuracy_low"])
+        chosen = pick(objective, sure, learnt["train_time_s"])
         best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())
         # Which machine measured the held-out runs (a build resumed on another machine holds
@@ -401,6 +447,7 @@ def validate_kb(
             "frameworks": sorted({d["config"]["framework"] for d in held}),
             "out_of_distribution": bool(ood),
             "nearest_distance": float(nearest[0][1]) if nearest else None,
+            "ranked_own_share": share,
             "train_time_mape_pct": 100 * float(rel.mean()),
             "train_time_median_ape_pct": 100 * float(np.median(rel)),
             "stopped_early": int(stopped.sum()),

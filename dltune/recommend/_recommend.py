@@ -294,7 +294,7 @@ def recommend(
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key][0] is perf:
-        _, configs, pred, hedge_notes = _predictions[memo_key]
+        _, configs, pred, hedge_notes, sure, share = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind)
@@ -306,6 +306,13 @@ def recommend(
                 targets[cores] = dict(hw_dict, usable_cores=cores or hw_dict["usable_cores"])
             rows.append({"meta": meta, "hardware": targets[cores], "config": _config_features(config)})
         pred = perf.predict(rows)
+        # What the picks rank by: the low ends as learnt, mixed with the consensus of the
+        # measured workloads of its model where the workload is unlike them (ranking_accuracy).
+        # Not the widened low ends: widening stretches every candidate's interval alike, which
+        # says how unsure all of them are, not which is better (ranked by the widened low ends,
+        # the held-out 8x8x1 cifar_quick's pick measured 44.3 points below its best run; by the
+        # learnt ones, 30.7; with the consensus, 11.7: docs/recommendation.md, Validation).
+        sure, share = perf.ranking_accuracy(rows, meta, pred["accuracy_low"])
         # More threads than this machine was measured at: between no gain and the extrapolation.
         pred, hedge_notes = perf.hedge_threads(pred, rows, hw_dict)
         # A CPU measured on machines that ran at different speeds, which the description
@@ -314,13 +321,8 @@ def recommend(
         hedge_notes = [*hedge_notes, *machine_notes]
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = (perf, configs, pred, hedge_notes)
+        _predictions[memo_key] = (perf, configs, pred, hedge_notes, sure, share)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width.
-    # The picks rank the low ends as learnt: widening stretches every candidate's interval alike,
-    # which says how unsure all of them are, not which is better (ranked by the widened low
-    # ends, the held-out 8x8x1 cifar_quick's pick measured 44.3 points below its best run; by
-    # the learnt ones, 30.7: docs/recommendation.md, Validation).
-    learnt_low = pred["accuracy_low"]
     pred, interval_notes = perf.widen(pred, meta, hw_dict)
     interval_notes = [*hedge_notes, *interval_notes]
     acc, time = pred["accuracy"], pred["train_time_s"]
@@ -338,7 +340,6 @@ def recommend(
             f"{time.min():.3g} s, the most accurate at {100 * acc.max():.1f}%, the smallest at "
             f"{pred['peak_rss_mb'].min():.0f} MB."
         )
-    sure = learnt_low
     chosen_j = pick(objective, sure[idx], time[idx])
     best = int(idx[chosen_j])
 
@@ -355,7 +356,13 @@ def recommend(
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
-    reason = _reason(chosen, objective, configs, pred["accuracy_low"], time, idx, frameworks, perf, nearest, ood)
+    reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood)
+    if share < 1.0:
+        model_name = spec.name if perf.model_measured(spec.name) else None
+        reason += (f" Its own predictions are extrapolated: candidates are ranked {100 * share:.0f}% by the "
+                   f"accuracy predicted at least for it and {100 * (1 - share):.0f}% by the accuracy each "
+                   f"configuration is predicted to reach at least across the measured "
+                   + (f"{model_name} workloads." if model_name else "workloads (of every model)."))
     # A description that cannot tell apart the measured machines of its CPU: its times span
     # them (hedge_machines' note), not one machine's model or speed.
     spanned = len(perf.machines_alike(hw_dict)) >= 2
@@ -447,9 +454,12 @@ def _frameworks(requested: list[str] | None, measured: list[str], local: bool) -
     return available
 
 
-def _reason(chosen: Candidate, objective: str, configs, sure, time, idx, frameworks, perf,
+def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, frameworks, perf,
             nearest, ood) -> str:
+    """The recommendation's paragraph; ``sure`` is what the candidates were ranked by, ``pred``
+    what is shown (widened out of distribution)."""
     c = chosen.config
+    time = pred["train_time_s"]
     goal = {"accuracy": "the highest accuracy it is predicted to reach at least",
             "time": f"the shortest predicted training time within {100 * TIME_OBJECTIVE_SLACK:.0f} "
                     "accuracy points of the most accurate candidate",
@@ -471,7 +481,8 @@ def _reason(chosen: Candidate, objective: str, configs, sure, time, idx, framewo
         mine = [i for i in idx if configs[i].framework == fw]
         if mine:
             j = max(mine, key=lambda i: (sure[i], -time[i]))
-            others.append(f"{fw}'s most accurate reaches at least {100 * sure[j]:.1f}% in {time[j]:.3g} s")
+            others.append(f"{fw}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% predicted, "
+                          f"at least {100 * pred['accuracy_low'][j]:.1f}%, in {time[j]:.3g} s")
     if others:
         parts.append("For comparison, " + "; ".join(others) + ".")
     names = ", ".join(f"{n} ({d:.2f})" for n, d in nearest)

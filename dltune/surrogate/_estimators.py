@@ -200,6 +200,16 @@ class QuantileGBMRegressor:
         values = [self._from_target(X, v) for v in (point, low, high)]
         return values[0], np.minimum(values[1], values[2]), np.maximum(values[1], values[2])
 
+    def predict_band(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The calibrated interval ``(low, high)`` of the quantile ensembles alone: as
+        :meth:`predict_interval`'s but not stretched to hold the point where it falls outside
+        (the point is not computed, which is what costs most where an order model ranks it)."""
+        X = self._check_fitted(X)
+        Xt = self._trees_X(X)
+        low = self._from_target(X, self.low_.predict(Xt) - self.widen_)
+        high = self._from_target(X, self.high_.predict(Xt) + self.widen_)
+        return np.minimum(low, high), np.maximum(low, high)
+
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         arrays = {f"{prefix}meta": np.array([self.widen_, self.n_features_in_, self.n_samples_fit_])}
         for name in ("point_", "low_", "high_"):
@@ -397,9 +407,12 @@ class AccuracySurrogate(QuantileGBMRegressor):
             return None
         z = np.nan_to_num((X[0, list(self.workload_columns)] - self.transfer_center_) / self.transfer_scale_)
         zs = np.nan_to_num((self.transfer_vectors_ - self.transfer_center_) / self.transfer_scale_)
-        weights = np.exp(-np.sum((zs - z) ** 2, axis=1) / self.transfer_bandwidth)
         model = self._model_ids(X[:1])[0]
-        weights *= np.where((self.transfer_models_ == model) & (model >= 0), 1.0, 0.1)
+        log_weights = (-np.sum((zs - z) ** 2, axis=1) / self.transfer_bandwidth
+                       + np.where((self.transfer_models_ == model) & (model >= 0), 0.0, math.log(0.1)))
+        # Relative to the closest: a workload far from every measured one would otherwise
+        # underflow every weight to 0 (and its order to NaN).
+        weights = np.exp(log_weights - log_weights.max())
         # Workloads whose weight is negligible next to the closest one are not evaluated.
         used = np.flatnonzero(weights >= 1e-4 * weights.max())
         # Candidates that differ only in what the trees do not see (framework, threads) share

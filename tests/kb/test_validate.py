@@ -84,6 +84,10 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     before = {r["label"]: r for r in plain.workloads}[first]
     assert rows[first]["accuracy_coverage_pct"] >= before["accuracy_coverage_pct"]
     assert rows[first]["train_time_coverage_pct"] == 100.0
+    # Its pick ranks 1/11 its own low ends, the rest the consensus of the others; the others'
+    # picks rank their own alone.
+    assert rows[first]["ranked_own_share"] == pytest.approx(1 / 11)
+    assert all(r["ranked_own_share"] == 1.0 for r in plain.workloads if not r["out_of_distribution"])
     table = report.table()
     there = np.mean([r["regret_points"] for r in report.workloads if r["out_of_distribution"]])
     assert f"held out, {flagged + 1} of 3 workloads were flagged out of distribution" in table
@@ -202,6 +206,25 @@ def test_noise_floor_from_repeats():
     flat = _noise(runs, np.full(40, 0.9) + np.linspace(0, 0.01, 40))
     assert flat["accuracy_spearman_ceiling"] < 0.5  # but does reorder configurations 0.03 points apart
     assert _noise(runs[-1:], np.ones(3))["accuracy_spearman_ceiling"] is None
+
+
+def test_regret_floor_is_what_seed_noise_alone_costs_a_perfect_predictor():
+    from dltune.kb._validate import _noise, _regret_floor
+
+    clear = np.r_[0.95, np.linspace(0.5, 0.7, 39)]
+    crowded = np.r_[0.95, np.full(39, 0.94)]
+    assert _regret_floor(clear, 0.0) == 0.0
+    # A winner 25 points ahead of the rest stays ahead of 1-point noise.
+    assert _regret_floor(clear, 0.01) == pytest.approx(0.0, abs=0.05)
+    # 39 runs a point behind: the best of 40 noisy runs beats the expected best by about
+    # sigma * E[max of 40 normals] (2.25 sigma) less the one point, here 1.25 points.
+    assert 0.8 < _regret_floor(crowded, 0.01) < 1.7
+    assert _regret_floor(crowded, 0.01) > _regret_floor(crowded, 0.005)
+    runs = [_run(0.1, 0, 1.0, 0.90), _run(0.1, 1, 1.0, 0.92), _run(0.2, 0, 1.0, 0.80),
+            _run(0.2, 1, 1.0, 0.78)]
+    assert _noise(runs, crowded)["regret_floor_points"] == pytest.approx(
+        _regret_floor(crowded, 0.02 / 0.6745 / np.sqrt(2)))
+    assert _noise(runs[:1], crowded)["regret_floor_points"] is None
 
 
 def test_the_ceiling_counts_the_ties_a_predictor_of_expected_accuracy_cannot_make():

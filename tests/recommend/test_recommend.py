@@ -122,6 +122,35 @@ def test_widening_out_of_distribution_does_not_move_the_pick(kb, workload, monke
     assert rec.interval_notes == ["intervals 5.0x wider: a test"]
 
 
+def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_ones(kb, workload, monkeypatch):
+    """Unlike every measured workload of its model (intervals widened u = 2x), the pick ranks
+    half its own low ends and half the consensus of the measured workloads, and says so."""
+    from dltune.recommend import _recommend
+    from dltune.surrogate import PerformanceModel
+
+    real = PerformanceModel._unlike
+    monkeypatch.setattr(PerformanceModel, "_unlike",
+                        lambda self, meta, k: (real(self, meta, k)[0], False, 2.0))
+    monkeypatch.setattr(_recommend, "_predictions", {})
+    chosen = {}
+
+    keys = ("optimizer", "learning_rate", "batch_size", "epochs")
+
+    def consensus(self, rows, meta):  # every measured workload's best: the surest-worst here
+        own = self.predict(rows)["accuracy_low"]
+        chosen["configs"] = [{k: rows[i]["config"][k] for k in keys} for i in np.flatnonzero(own == own.min())]
+        return (own == own.min()).astype(float)
+
+    monkeypatch.setattr(PerformanceModel, "consensus_accuracy_low", consensus)
+    rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
+                    frameworks=["numpy"])
+    assert rec.out_of_distribution and "workload is unlike" in rec.ood_reasons[0]
+    picked = _recommend._config_features(rec.config)
+    assert {k: picked[k] for k in keys} in chosen["configs"]
+    assert ("ranked 50% by the accuracy predicted at least for it and 50% by the accuracy each "
+            "configuration is predicted to reach at least across the measured mlp workloads") in rec.reason
+
+
 def test_constraints_filter_or_fail_clearly(kb, workload):
     base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, top_k=4)
     # A limit between the pick and the fastest alternative on the Pareto front: feasible, and

@@ -878,3 +878,41 @@ def test_a_machine_measured_on_two_workloads_of_a_model_gets_a_factor_for_that_m
     assert machine_factor(factors, "numpy", "lenet") == pytest.approx(np.log(4.0))
     assert machine_factor(factors, "numpy", "cifar_quick") == factors["numpy"] == pytest.approx(np.log(3.0))
     assert machine_factor({"*": 0.5}, "torch", "mlp") == 0.5
+
+
+def test_an_unlike_workload_is_ranked_partly_by_the_consensus_of_measured_workloads(model, tiny_kb):
+    """Like the measured workloads: ranked by its own low ends. Unlike them (widened u times):
+    1/u its own, the rest what each configuration reaches at least across the measured ones."""
+    records = [r for r in RecordStore(tiny_kb).records() if r.ok]
+    rows = [record_row(r) for r in records]
+    meta = rows[0]["meta"]
+    low = model.predict(rows)["accuracy_low"]
+    key, share = model.ranking_accuracy(rows, meta, low)
+    assert share == 1.0 and key is low
+    # The consensus: each configuration's low end on every measured workload of its model, averaged.
+    same = [w for w in model.workloads_ if w["model"] == meta["model"]]
+    assert len(same) >= 2
+    each = [model.predict([dict(r, meta=w["meta"]) for r in rows[:3]])["accuracy_low"] for w in same]
+    band = [model.accuracy_.predict_band(model.encoder_.transform(
+        [dict(r, meta=w["meta"]) for r in rows[:3]]))[0] for w in same]
+    consensus = model.consensus_accuracy_low(rows[:3], meta)
+    assert consensus == pytest.approx(np.mean(band, axis=0))
+    # predict_band's low ends are predict's where the interval holds its point (almost always).
+    assert np.mean(np.isclose(np.array(each), np.array(band))) >= 0.9
+    # Rows differing only in framework or threads, which the accuracy trees do not see, agree.
+    twin = dict(rows[0], config=dict(rows[0]["config"], threads={"intra_op": 7, "inter_op": 1, "blas": 7}))
+    assert model.consensus_accuracy_low([rows[0], twin], meta) == pytest.approx(consensus[0])
+    unlike = dict(meta, n_train=2_000_000, height=512, width=512, channels=3,
+                  input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
+    u = 1 + model.nearest_workloads(unlike, k=1)[0][1] / model.ood_threshold_
+    far = [dict(r, meta=unlike) for r in rows]
+    far_low = model.predict(far)["accuracy_low"]
+    key, share = model.ranking_accuracy(far, unlike, far_low)
+    assert share == pytest.approx(1 / u) and 0 < share < 1
+    assert key == pytest.approx(share * far_low + (1 - share) * model.consensus_accuracy_low(far, unlike))
+    # A model never measured: the consensus of every measured workload.
+    new = dict(meta, model="cifar_quick")
+    every = np.mean([model.accuracy_.predict_band(model.encoder_.transform(
+        [dict(rows[0], meta=w["meta"])]))[0][0] for w in model.workloads_])
+    assert model.consensus_accuracy_low([dict(rows[0], meta=new)], new)[0] == pytest.approx(every)
+    assert model.ranking_accuracy([dict(rows[0], meta=new)], new, far_low[:1])[1] <= 0.5
