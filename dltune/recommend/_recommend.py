@@ -67,7 +67,10 @@ class Recommendation:
     ``(point, low, high)``; ``alternatives`` are other candidates on the Pareto front of
     predicted training time and the accuracy each is predicted to reach at least (the low end
     of its interval, which the objectives rank by), within ``ALTERNATIVES_WITHIN`` of the
-    pick's where the front allows (:func:`alternatives_of`).
+    pick's where the front allows (:func:`alternatives_of`). ``ranked_own_share`` is how much
+    of that ranking is the workload's own low ends: 1 where it is like the measured workloads
+    of its model, less where it is unlike them and the rest is their consensus
+    (:meth:`~dltune.surrogate.PerformanceModel.ranking_accuracy`).
     """
 
     workload: str
@@ -86,6 +89,7 @@ class Recommendation:
     kb_records: int
     constraints: dict[str, float] = field(default_factory=dict)
     interval_notes: list[str] = field(default_factory=list)
+    ranked_own_share: float = 1.0
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -103,7 +107,7 @@ class Recommendation:
             "ood_reasons": self.ood_reasons, "interval_notes": self.interval_notes,
             "nearest_workloads": [list(n) for n in self.nearest_workloads],
             "hardware_target": self.hardware_target, "n_candidates": self.n_candidates,
-            "kb_records": self.kb_records,
+            "kb_records": self.kb_records, "ranked_own_share": self.ranked_own_share,
         }
 
     def __str__(self) -> str:
@@ -404,7 +408,7 @@ def recommend(
         objective=objective, alternatives=alternatives, reason=reason,
         out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
         hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
-        constraints=limits, interval_notes=interval_notes,
+        constraints=limits, interval_notes=interval_notes, ranked_own_share=share,
     )
 
 

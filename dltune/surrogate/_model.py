@@ -930,7 +930,8 @@ class PerformanceModel:
 
     def consensus_accuracy_low(self, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> np.ndarray:
         """Per row, the low end of its configuration's accuracy interval averaged over the
-        measured workloads of ``meta``'s model (over all of them, for a model never measured):
+        measured workloads of ``meta``'s model (over all of them, for a model never measured or
+        not given):
         the accuracy each configuration is predicted to reach at least across them, whatever
         the workload asked about.
 
@@ -946,7 +947,8 @@ class PerformanceModel:
         seen = X if columns is None else X[:, list(columns)]
         _, first, inverse = np.unique(seen, axis=0, return_index=True, return_inverse=True)
         model = meta.get("model")
-        others = [w for w in self.workloads_ if not self.model_measured(model) or w.get("model") == model]
+        others = [w for w in self.workloads_
+                  if model is None or not self.model_measured(model) or w.get("model") == model]
         swapped = [dict(rows[i], meta=w["meta"]) for w in others for i in first]
         low = self.accuracy_.predict_band(self.encoder_.transform(swapped))[0]
         return low.reshape(len(others), len(first)).mean(axis=0)[inverse.ravel()]

@@ -42,6 +42,7 @@ def test_recommendation_is_complete(kb, workload):
     assert 0 <= rec.predicted["accuracy"][0] <= 1
     assert rec.reason and "numpy" in rec.reason
     assert not rec.out_of_distribution, rec.ood_reasons
+    assert rec.ranked_own_share == 1.0
     assert rec.nearest_workloads[0][1] == 0.0  # this very data set was measured
     assert rec.configs[0] == rec.config and len(rec.configs) == 1 + len(rec.alternatives)
     assert "predicted accuracy" in str(rec)
@@ -145,6 +146,7 @@ def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_
     rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None,
                     frameworks=["numpy"])
     assert rec.out_of_distribution and "workload is unlike" in rec.ood_reasons[0]
+    assert rec.ranked_own_share == rec.to_dict()["ranked_own_share"] == 0.5
     picked = _recommend._config_features(rec.config)
     assert {k: picked[k] for k in keys} in chosen["configs"]
     assert ("ranked 50% by the accuracy predicted at least for it and 50% by the accuracy each "

@@ -916,3 +916,6 @@ def test_an_unlike_workload_is_ranked_partly_by_the_consensus_of_measured_worklo
         [dict(rows[0], meta=w["meta"])]))[0][0] for w in model.workloads_])
     assert model.consensus_accuracy_low([dict(rows[0], meta=new)], new)[0] == pytest.approx(every)
     assert model.ranking_accuracy([dict(rows[0], meta=new)], new, far_low[:1])[1] <= 0.5
+    # No model given: every measured workload too.
+    nameless = {k: v for k, v in meta.items() if k != "model"}
+    assert model.consensus_accuracy_low([dict(rows[0], meta=nameless)], nameless)[0] == pytest.approx(every)
