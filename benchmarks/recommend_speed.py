@@ -6,8 +6,9 @@ Prints, measured side by side in one run on this machine: the fit on the shipped
 alone and with this cache's ``dltune kb calibrate`` records; ``python -c "import dltune;
 print(dltune.recommend('digits'))"`` in N fresh processes as on a fresh install (an empty cache,
 no storage: the surrogates shipped in the package are loaded) and with this cache's model;
-and, in one process, the first call, a second call and a call with another objective. Run it
-on an idle machine.
+and, in one process, the first call, a second call and a call with another objective; and a
+call for a workload unlike every measured one of its model, whose candidates are ranked partly
+by the consensus of the measured ones. Run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -71,7 +72,23 @@ def main() -> None:
         times.append(time.perf_counter() - started)
     print(f"in one process: first call {times[0]:.3f} s, second {times[1]:.4f} s, "
           f"another objective {times[2]:.4f} s")
+    # A workload unlike every measured one of its model: its candidates are ranked partly by the
+    # consensus of the measured ones (each distinct candidate predicted for each of them).
+    from dltune import Workload
+    from dltune.recommend import _recommend
 
+    unlike = Workload.from_name("synthetic", "lenet", n_train=200, height=8, width=8, classes=10,
+                                difficulty=0.9)
+    recommend(unlike, storage=None)  # the data set's meta-features and landmarks, once
+    asked = {}
+    for name, workload in (("digits", "digits"), ("unlike", unlike)):
+        _recommend._predictions.clear()  # a new question to a loaded model
+        started = time.perf_counter()
+        asked[name] = recommend(workload, storage=None)
+        asked[name + " s"] = time.perf_counter() - started
+    print(f"a new question to the loaded model: digits {asked['digits s']:.3f} s (own share "
+          f"{asked['digits'].ranked_own_share:.2f}); a 200 x 8x8x1 LeNet at difficulty 0.9, unlike every "
+          f"measured LeNet workload, {asked['unlike s']:.3f} s (own share {asked['unlike'].ranked_own_share:.2f})")
 
 if __name__ == "__main__":
     main()
