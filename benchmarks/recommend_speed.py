@@ -80,15 +80,15 @@ def main() -> None:
     unlike = Workload.from_name("synthetic", "lenet", n_train=200, height=8, width=8, classes=10,
                                 difficulty=0.9)
     recommend(unlike, storage=None)  # the data set's meta-features and landmarks, once
-    asked = {}
+    answers, seconds = {}, {}
     for name, workload in (("digits", "digits"), ("unlike", unlike)):
         _recommend._predictions.clear()  # a new question to a loaded model
         started = time.perf_counter()
-        asked[name] = recommend(workload, storage=None)
-        asked[name + " s"] = time.perf_counter() - started
-    print(f"a new question to the loaded model: digits {asked['digits s']:.3f} s (own share "
-          f"{asked['digits'].ranked_own_share:.2f}); a 200 x 8x8x1 LeNet at difficulty 0.9, unlike every "
-          f"measured LeNet workload, {asked['unlike s']:.3f} s (own share {asked['unlike'].ranked_own_share:.2f})")
+        answers[name] = recommend(workload, storage=None)
+        seconds[name] = time.perf_counter() - started
+    print(f"a new question to the loaded model: digits {seconds['digits']:.3f} s (own share "
+          f"{answers['digits'].ranked_own_share:.2f}); a 200 x 8x8x1 LeNet at difficulty 0.9, unlike every "
+          f"measured LeNet workload, {seconds['unlike']:.3f} s (own share {answers['unlike'].ranked_own_share:.2f})")
 
 if __name__ == "__main__":
     main()

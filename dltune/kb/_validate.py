@@ -73,7 +73,7 @@ class ValidationReport:
             f"{_fmt(max((r['accuracy_spearman_ceiling'] for r in self.workloads if r.get('accuracy_spearman_ceiling') is not None), default=None))}, "
             f"at least {self.bars['accuracy_spearman_min']} on {_count(self.workloads, 'accuracy_spearman_ceiling', self.bars['accuracy_spearman_min'])})",
             f"max regret {_fmt(o['regret_points_max'])} points (bar <= {self.bars['regret_points_max']}; "
-            f"within it on {sum(r['regret_points'] <= self.bars['regret_points_max'] for r in self.workloads)} "
+            f"within it on {_at_most(self.workloads, 'regret_points', self.bars['regret_points_max'])} "
             f"of {len(self.workloads)} workloads; the pick's place among its workload's runs "
             f"{_fmt_place(o.get('picked_place_median'))} in the median, "
             f"{_fmt_place(o.get('picked_place_max'))} at worst, 1 the best measured; "
@@ -398,7 +398,7 @@ def validate_kb(
         model = PerformanceModel(calibrate=calibrate).fit(train)
         held_rows = [record_row(d) for d in held]
         # As recommend sees it: flagged out of distribution or not, with its intervals widened
-        # where it is (the picks rank the widened low ends, as recommend's do).
+        # where it is (what is scored; the pick ranks the learnt low ends, below).
         meta, hardware = held_rows[0]["meta"], held_rows[0]["hardware"]
         ood, _, nearest = model.novelty(meta, hardware)
         learnt = model.predict(held_rows)
