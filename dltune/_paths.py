@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "data_dir"]
+__all__ = ["cache_dir", "data_dir", "user_cache_dir"]
 
 
 def cache_dir() -> Path:
@@ -13,6 +13,12 @@ def cache_dir() -> Path:
     env = os.environ.get("DLTUNE_CACHE")
     if env:
         return Path(env).expanduser()
+    return user_cache_dir()
+
+
+def user_cache_dir() -> Path:
+    """The user's dltune cache folder, whatever ``$DLTUNE_CACHE`` says: ``$XDG_CACHE_HOME/dltune``,
+    else ``~/.cache/dltune``."""
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "dltune"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError
-from dltune._paths import cache_dir
+from dltune._paths import cache_dir, user_cache_dir
 from dltune.envs._scripts import INSPECT, PROBE, parse_result
 
 __all__ = ["LEGACY_PINS", "LegacyRuntime", "ProbeResult", "clean_environment"]
@@ -153,10 +153,24 @@ class _EnvState:
         return bad
 
 
+def _default_path() -> Path:
+    env = os.environ.get("DLTUNE_LEGACY_ENV")
+    if env:
+        return Path(env).expanduser()
+    own = cache_dir() / "legacy"
+    shared = user_cache_dir() / "legacy"
+    if own != shared and not (own / MARKER_NAME).exists() and (shared / MARKER_NAME).exists():
+        return shared
+    return own
+
+
 class LegacyRuntime:
     """The legacy virtual environment at ``path``.
 
-    ``path`` defaults to ``$DLTUNE_LEGACY_ENV``, else ``cache_dir()/legacy``. Creating
+    ``path`` defaults to ``$DLTUNE_LEGACY_ENV``, else ``cache_dir()/legacy``; when
+    ``$DLTUNE_CACHE`` names a cache without a runtime of its own and the user cache
+    (``~/.cache/dltune/legacy``) has one, that one: the runtime is a per-machine install, and
+    an isolated cache (the tests', a benchmark's) should not hide it. Creating
     the object touches nothing; :meth:`install` makes or repairs the environment (installs in
     the same folder take turns through a lock file), :meth:`probe` imports the frameworks in it.
 
@@ -167,8 +181,7 @@ class LegacyRuntime:
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
-            env = os.environ.get("DLTUNE_LEGACY_ENV")
-            path = Path(env).expanduser() if env else cache_dir() / "legacy"
+            path = _default_path()
         self.path = Path(path).expanduser().absolute()
         self.actions: tuple[str, ...] = ()
 

@@ -29,11 +29,31 @@ def _fake_python(tmp_path, version: str):
 
 
 def test_default_path_is_under_the_dltune_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
     monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path))
     monkeypatch.delenv("DLTUNE_LEGACY_ENV", raising=False)
     assert LegacyRuntime().path == tmp_path / "legacy"
     monkeypatch.setenv("DLTUNE_LEGACY_ENV", str(tmp_path / "elsewhere"))
     assert LegacyRuntime().path == tmp_path / "elsewhere"
+
+
+def test_an_isolated_cache_without_a_runtime_uses_the_users(tmp_path, monkeypatch):
+    """`make demo` installs into the user cache; a DLTUNE_CACHE of the tests' or a benchmark's
+    must still find that runtime, and one with its own runtime keeps it."""
+    monkeypatch.delenv("DLTUNE_LEGACY_ENV", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path / "isolated"))
+    assert LegacyRuntime().path == tmp_path / "isolated" / "legacy"  # neither has one: install here
+    users = tmp_path / "user" / "dltune" / "legacy"
+    users.mkdir(parents=True)
+    (users / "dltune-legacy.json").write_text("{}")
+    assert LegacyRuntime().path == users
+    own = tmp_path / "isolated" / "legacy"
+    own.mkdir(parents=True)
+    (own / "dltune-legacy.json").write_text("{}")
+    assert LegacyRuntime().path == own
+    monkeypatch.delenv("DLTUNE_CACHE")
+    assert LegacyRuntime().path == users
 
 
 @pytest.mark.parametrize("version", ["3.12.1", "3.13.0", "3.8.18"])
