@@ -402,7 +402,10 @@ def validate_kb(
         meta, hardware = held_rows[0]["meta"], held_rows[0]["hardware"]
         ood, _, nearest = model.novelty(meta, hardware)
         learnt = model.predict(held_rows)
-        pred, _ = model.widen(learnt, meta, hardware)
+        # As recommend picks: by the low end of the accuracy interval as learnt (not widened),
+        # with the consensus of the other workloads of its model where it is unlike them.
+        sure, share, band = model.ranking_accuracy(held_rows, meta, learnt["accuracy_low"])
+        pred, _ = model.widen(learnt, meta, hardware, consensus=band)
         # The time model is asked about the epochs each run trained: a run stopped early
         # (diverged) took the time of the epochs it ran, which no time model can foresee from
         # the configuration. ``as configured`` scores the configured epochs too.
@@ -414,9 +417,6 @@ def validate_kb(
         rel = np.abs(t_pred["train_time_s"] - t_true) / t_true
         rel_configured = np.abs(pred["train_time_s"] - t_true) / t_true
         inside = (t_true >= t_pred["train_time_s_low"]) & (t_true <= t_pred["train_time_s_high"])
-        # As recommend picks: by the low end of the accuracy interval as learnt (not widened),
-        # with the consensus of the other workloads of its model where it is unlike them.
-        sure, share = model.ranking_accuracy(held_rows, meta, learnt["accuracy_low"])
         chosen = pick(objective, sure, learnt["train_time_s"])
         best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())

@@ -928,18 +928,18 @@ class PerformanceModel:
             return nearest, new_model, 1.0
         return nearest, new_model, 1.0 + max(nearest[0][1], self.ood_threshold_ if new_model else 0.0) / self.ood_threshold_
 
-    def consensus_accuracy_low(self, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> np.ndarray:
-        """Per row, the low end of its configuration's accuracy interval averaged over the
-        measured workloads of ``meta``'s model (over all of them, for a model never measured or
-        not given):
-        the accuracy each configuration is predicted to reach at least across them, whatever
-        the workload asked about.
+    def consensus_accuracy_band(self, rows: Sequence[dict[str, Any]],
+                                meta: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the ends of its configuration's accuracy interval averaged over the measured
+        workloads of ``meta``'s model (over all of them, for a model never measured or not
+        given): ``(low, high)``, the accuracy each configuration is predicted to reach at least,
+        and at most, across them, whatever the workload asked about.
 
         The accuracy trees see neither the framework nor the hardware, so rows that differ only
-        there share one prediction per workload: each distinct one is predicted once. The low
-        ends are the quantile ensembles' (``predict_band``): ``predict`` also stretches an
-        interval to hold its point, where the point falls outside, and the point costs most
-        (its order model ranks every workload's rows: 6 s for 18 workloads' 1,456 candidates).
+        there share one prediction per workload: each distinct one is predicted once. The ends
+        are the quantile ensembles' (``predict_band``): ``predict`` also stretches an interval
+        to hold its point, where the point falls outside, and the point costs most (its order
+        model ranks every workload's rows: 6 s for 18 workloads' 1,456 candidates).
         """
         self._check_fitted()
         X = self.encoder_.transform(rows)
@@ -950,28 +950,31 @@ class PerformanceModel:
         others = [w for w in self.workloads_
                   if model is None or not self.model_measured(model) or w.get("model") == model]
         swapped = [dict(rows[i], meta=w["meta"]) for w in others for i in first]
-        low = self.accuracy_.predict_band(self.encoder_.transform(swapped))[0]
-        return low.reshape(len(others), len(first)).mean(axis=0)[inverse.ravel()]
+        band = self.accuracy_.predict_band(self.encoder_.transform(swapped))
+        low, high = (end.reshape(len(others), len(first)).mean(axis=0)[inverse.ravel()] for end in band)
+        return low, high
 
-    def ranking_accuracy(self, rows: Sequence[dict[str, Any]], meta: dict[str, Any],
-                         low: np.ndarray) -> tuple[np.ndarray, float]:
-        """What the picks rank ``rows`` by, and the share of it that is ``low`` (the low ends as
-        learnt for ``meta``).
+    def ranking_accuracy(self, rows: Sequence[dict[str, Any]], meta: dict[str, Any], low: np.ndarray
+                         ) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray] | None]:
+        """What the picks rank ``rows`` by, the share of it that is ``low`` (the low ends as
+        learnt for ``meta``), and the consensus band it was mixed with (None where it was not).
 
         Where ``meta`` is like the measured workloads of its model, ``low`` itself (share 1).
         Where it is unlike them (:meth:`novelty`), its own low ends are an extrapolation: they
         are mixed with the consensus of the measured workloads of its model
-        (:meth:`consensus_accuracy_low`), ``low`` weighing ``1 / u``, with ``u`` the factor its
-        intervals are widened by for the workload (``1 + d / t``). Leave-one-workload-out on the
+        (:meth:`consensus_accuracy_band`'s low ends), ``low`` weighing ``1 / u``, with ``u`` the
+        factor its intervals are widened by for the workload (``1 + d / t``). Leave-one-workload-out on the
         shipped knowledge base, the one held-out workload flagged out of distribution (the
         1,500-sample 8x8x1 cifar_quick, ``u`` 2.11) had its pick measure 30.7 points below its
-        best run, 11.7 with the consensus (docs/recommendation.md, Validation).
+        best run, 11.7 with the consensus (docs/recommendation.md, Validation). The band is
+        what :meth:`widen` stretches such a workload's accuracy intervals to reach.
         """
         _, _, unlike = self._unlike(meta, k=1)
         if unlike <= 1.0:
-            return low, 1.0
+            return low, 1.0, None
         share = 1.0 / unlike
-        return share * low + (1.0 - share) * self.consensus_accuracy_low(rows, meta), share
+        band = self.consensus_accuracy_band(rows, meta)
+        return share * low + (1.0 - share) * band[0], share, band
 
     def novelty(self, meta: dict[str, Any], hardware: dict[str, Any]) -> tuple[bool, list[str], list[tuple[str, float]]]:
         """Whether a workload / hardware lies outside the knowledge base: (flag, reasons, nearest)."""
@@ -993,8 +996,8 @@ class PerformanceModel:
         reasons.extend(self._hardware_reasons(hardware))
         return bool(reasons), reasons, nearest
 
-    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any],
-              hardware: dict[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+    def widen(self, pred: dict[str, np.ndarray], meta: dict[str, Any], hardware: dict[str, Any],
+              consensus: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
         """``pred``'s intervals widened for how far ``meta`` / ``hardware`` lie from the
         knowledge base, with a note per widening (none when both are like what was measured).
 
@@ -1010,7 +1013,11 @@ class PerformanceModel:
         GPU can change throughput several-fold, and no measurement says in which direction)
         and the memory interval by :data:`HARDWARE_MEMORY_FACTOR` per reason (more cores run
         more threads, each with its buffers; a GPU machine's CUDA build of a framework maps
-        more libraries). Accuracy does not depend on the hardware. (Thread counts beyond the
+        more libraries). For an unlike workload, ``consensus`` (the band
+        :meth:`ranking_accuracy` returns) stretches each accuracy interval further to reach it:
+        its own stretched interval stays around its own extrapolated point, while the picks rank
+        by the consensus too (the new 200-sample 8x8x1 LeNet at difficulty 0.9: own interval
+        [0.0, 25.9] %, its pick measured 29.0-35.2 % in 4 runs). Accuracy does not depend on the hardware. (Thread counts beyond the
         measured: :meth:`hedge_threads`.) Always, without a note: the memory interval's high end
         reaches at least :data:`INSTALLATION_MEMORY_FACTOR` times its point, for the user's
         installation of the frameworks, whose mapped library pages differ from the knowledge
@@ -1027,6 +1034,11 @@ class PerformanceModel:
             out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
             notes.append(f"intervals {unlike:.1f}x wider: " + ("its model was never measured" if new_model
                                                               else "the workload is unlike every measured one of its model"))
+            if consensus is not None:
+                out["accuracy_low"] = np.minimum(out["accuracy_low"], consensus[0])
+                out["accuracy_high"] = np.maximum(out["accuracy_high"], consensus[1])
+                notes.append("accuracy intervals reach the configuration's interval averaged over the measured "
+                             + ("workloads" if new_model else "workloads of its model"))
         larger = self._data_size_reason(meta)
         # The distance counts the data's size too: a data set both larger and unlike gets the
         # larger of the two stretches, not their product.

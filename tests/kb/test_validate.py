@@ -78,8 +78,8 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     widened = []
     real_widen = PerformanceModel.widen
 
-    def widen(self, pred, meta, hardware):
-        out, notes = real_widen(self, pred, meta, hardware)
+    def widen(self, pred, meta, hardware, consensus=None):
+        out, notes = real_widen(self, pred, meta, hardware, consensus)
         if meta["n_train"] == n_train:
             widened.append((pred, out, notes))
         return out, notes
@@ -91,8 +91,12 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     assert sum(r["out_of_distribution"] for r in report.workloads) == report.overall["out_of_distribution"] == flagged + 1
     # Its intervals were widened 11x before they were scored (the training times' in log space:
     # a tiny knowledge base's runs of a few milliseconds may still stray beyond that).
-    assert widened and all(notes == ["intervals 11.0x wider: the workload is unlike every measured one of its model"]
+    # The accuracy intervals also reach the consensus band of the others, whose picks it ranks by.
+    assert widened and all(notes[0] == "intervals 11.0x wider: the workload is unlike every measured one of its model"
                            for _, _, notes in widened)
+    # The scored intervals (the first call; the times of runs stopped early are asked again without).
+    assert widened[0][2][1:] == ["accuracy intervals reach the configuration's interval averaged over the "
+                                 "measured workloads of its model"]
     for learnt, out, _ in widened:
         log_width = np.log(learnt["train_time_s_high"] / learnt["train_time_s"])
         assert np.log(out["train_time_s_high"] / out["train_time_s"]) == pytest.approx(11 * log_width)

@@ -887,35 +887,49 @@ def test_an_unlike_workload_is_ranked_partly_by_the_consensus_of_measured_worklo
     rows = [record_row(r) for r in records]
     meta = rows[0]["meta"]
     low = model.predict(rows)["accuracy_low"]
-    key, share = model.ranking_accuracy(rows, meta, low)
-    assert share == 1.0 and key is low
+    key, share, band = model.ranking_accuracy(rows, meta, low)
+    assert share == 1.0 and key is low and band is None
     # The consensus: each configuration's low end on every measured workload of its model, averaged.
     same = [w for w in model.workloads_ if w["model"] == meta["model"]]
     assert len(same) >= 2
     each = [model.predict([dict(r, meta=w["meta"]) for r in rows[:3]])["accuracy_low"] for w in same]
-    band = [model.accuracy_.predict_band(model.encoder_.transform(
-        [dict(r, meta=w["meta"]) for r in rows[:3]]))[0] for w in same]
-    consensus = model.consensus_accuracy_low(rows[:3], meta)
-    assert consensus == pytest.approx(np.mean(band, axis=0))
+    ends = [model.accuracy_.predict_band(model.encoder_.transform(
+        [dict(r, meta=w["meta"]) for r in rows[:3]])) for w in same]
+    consensus = model.consensus_accuracy_band(rows[:3], meta)
+    assert consensus[0] == pytest.approx(np.mean([e[0] for e in ends], axis=0))
+    assert consensus[1] == pytest.approx(np.mean([e[1] for e in ends], axis=0))
     # predict_band's low ends are predict's where the interval holds its point (almost always).
-    assert np.mean(np.isclose(np.array(each), np.array(band))) >= 0.9
+    assert np.mean(np.isclose(np.array(each), np.array([e[0] for e in ends]))) >= 0.9
     # Rows differing only in framework or threads, which the accuracy trees do not see, agree.
     twin = dict(rows[0], config=dict(rows[0]["config"], threads={"intra_op": 7, "inter_op": 1, "blas": 7}))
-    assert model.consensus_accuracy_low([rows[0], twin], meta) == pytest.approx(consensus[0])
+    assert model.consensus_accuracy_band([rows[0], twin], meta)[0] == pytest.approx(consensus[0][0])
     unlike = dict(meta, n_train=2_000_000, height=512, width=512, channels=3,
                   input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
     u = 1 + model.nearest_workloads(unlike, k=1)[0][1] / model.ood_threshold_
     far = [dict(r, meta=unlike) for r in rows]
     far_low = model.predict(far)["accuracy_low"]
-    key, share = model.ranking_accuracy(far, unlike, far_low)
+    far_pred = model.predict(far)
+    key, share, band = model.ranking_accuracy(far, unlike, far_low)
     assert share == pytest.approx(1 / u) and 0 < share < 1
-    assert key == pytest.approx(share * far_low + (1 - share) * model.consensus_accuracy_low(far, unlike))
+    assert band[0] == pytest.approx(model.consensus_accuracy_band(far, unlike)[0])
+    assert key == pytest.approx(share * far_low + (1 - share) * band[0])
+    # Its accuracy intervals: its own stretched u times, then stretched to reach the band.
+    narrow = dict(far_pred, accuracy=np.full(len(far), 0.5), accuracy_low=np.full(len(far), 0.4999),
+                  accuracy_high=np.full(len(far), 0.5001))  # stretched u times, still narrow
+    own, _ = model.widen(narrow, unlike, far[0]["hardware"])
+    shown, notes = model.widen(narrow, unlike, far[0]["hardware"], consensus=band)
+    assert np.all(shown["accuracy_low"] == np.minimum(own["accuracy_low"], band[0]))
+    assert np.all(shown["accuracy_high"] == np.maximum(own["accuracy_high"], band[1]))
+    assert np.all(shown["accuracy_high"] - shown["accuracy_low"] >= band[1] - band[0])
+    assert np.any(shown["accuracy_high"] - shown["accuracy_low"] > own["accuracy_high"] - own["accuracy_low"])
+    assert any("accuracy intervals reach" in n for n in notes)
+    assert np.all(shown["train_time_s_high"] == own["train_time_s_high"])
     # A model never measured: the consensus of every measured workload.
     new = dict(meta, model="cifar_quick")
     every = np.mean([model.accuracy_.predict_band(model.encoder_.transform(
         [dict(rows[0], meta=w["meta"])]))[0][0] for w in model.workloads_])
-    assert model.consensus_accuracy_low([dict(rows[0], meta=new)], new)[0] == pytest.approx(every)
+    assert model.consensus_accuracy_band([dict(rows[0], meta=new)], new)[0][0] == pytest.approx(every)
     assert model.ranking_accuracy([dict(rows[0], meta=new)], new, far_low[:1])[1] <= 0.5
     # No model given: every measured workload too.
     nameless = {k: v for k, v in meta.items() if k != "model"}
-    assert model.consensus_accuracy_low([dict(rows[0], meta=nameless)], nameless)[0] == pytest.approx(every)
+    assert model.consensus_accuracy_band([dict(rows[0], meta=nameless)], nameless)[0][0] == pytest.approx(every)
