@@ -45,21 +45,26 @@ ALTERNATIVES_WITHIN = 0.05
 _hardware_cache: dict[str, Any] = {}
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
 # constraints only re-rank them, so a repeated question costs milliseconds.
-_predictions: dict[str, tuple[Any, list[TrainConfig], dict[str, np.ndarray], list[str]]] = {}
+_predictions: dict[str, tuple[Any, ...]] = {}
 
 
 @dataclass
 class Candidate:
-    """A configuration with its predicted metrics: ``(point, low, high)`` each."""
+    """A configuration with its predicted metrics: ``(point, low, high)`` each.
+
+    ``ranked_accuracy`` is what it was ranked by where that is not its accuracy's low end (an
+    unlike workload, whose ranking mixes in the consensus of the measured ones); else None."""
 
     config: TrainConfig
     accuracy: tuple[float, float, float]
     train_time_s: tuple[float, float, float]
     peak_rss_mb: tuple[float, float, float]
+    ranked_accuracy: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "accuracy": list(self.accuracy),
-                "train_time_s": list(self.train_time_s), "peak_rss_mb": list(self.peak_rss_mb)}
+                "train_time_s": list(self.train_time_s), "peak_rss_mb": list(self.peak_rss_mb),
+                "ranked_accuracy": self.ranked_accuracy}
 
 
 @dataclass
@@ -137,7 +142,9 @@ class Recommendation:
             lines.append(
                 f"  alternative {d['framework']}: {d['optimizer']} lr={d['lr']:g} batch={d['batch']} "
                 f"epochs={d['epochs']} threads={d['threads']} -> {100 * alt.accuracy[0]:.1f}% "
-                f"(at least {100 * alt.accuracy[1]:.1f}%) in {alt.train_time_s[0]:.3g} s"
+                f"(at least {100 * alt.accuracy[1]:.1f}%"
+                + (f", ranked at {100 * alt.ranked_accuracy:.1f}%" if alt.ranked_accuracy is not None else "")
+                + f") in {alt.train_time_s[0]:.3g} s"
             )
         lines.append("  " + self.reason)
         return "\n".join(lines)
@@ -355,7 +362,8 @@ def recommend(
     def candidate(i: int) -> Candidate:
         return Candidate(configs[i], *[(float(pred[k][i]), float(pred[f"{k}_low"][i]),
                                         float(pred[f"{k}_high"][i]))
-                                       for k in ("accuracy", "train_time_s", "peak_rss_mb")])
+                                       for k in ("accuracy", "train_time_s", "peak_rss_mb")],
+                         ranked_accuracy=float(sure[i]) if share < 1.0 else None)
 
     others = alternatives_of(chosen_j, sure[idx], time[idx], top_k - 1)
     alternatives = [candidate(int(idx[j])) for j in others]

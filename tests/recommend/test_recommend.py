@@ -43,6 +43,8 @@ def test_recommendation_is_complete(kb, workload):
     assert rec.reason and "numpy" in rec.reason
     assert not rec.out_of_distribution, rec.ood_reasons
     assert rec.ranked_own_share == 1.0
+    # Ranked by the shown low ends: no separate figure.
+    assert all(a.ranked_accuracy is None for a in rec.alternatives) and "ranked at" not in str(rec)
     assert rec.nearest_workloads[0][1] == 0.0  # this very data set was measured
     assert rec.configs[0] == rec.config and len(rec.configs) == 1 + len(rec.alternatives)
     assert "predicted accuracy" in str(rec)
@@ -163,6 +165,8 @@ def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_
             "configuration is predicted to reach at least across the measured mlp workloads") in rec.reason
     # The figure it was ranked by, beside the shown low end, which is not it here.
     assert rec.reason.count("(ranked at ") == 1  # the pick's: no other framework
+    for alt in rec.alternatives:
+        assert alt.ranked_accuracy is not None and f", ranked at {100 * alt.ranked_accuracy:.1f}%)" in str(rec)
     assert rec.predicted["accuracy"][2] == 1.0  # its band: (1.0, 1.0)
     assert any("accuracy intervals reach" in n for n in rec.interval_notes)
 
