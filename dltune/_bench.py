@@ -180,7 +180,8 @@ def benchmark(
     """Measure each configuration on the workload; one record per configuration.
 
     Args:
-        workload: a :class:`Workload`, a data set name, or ``(x_train, y_train, x_test, y_test)``.
+        workload: a :class:`Workload`, a data set name, ``(x_train, y_train, x_test, y_test)``
+            or ``(x, y)`` (a stratified 20 % held out: :func:`dltune.data.holdout_split`).
         configs: one or more :class:`TrainConfig`.
         repeats: runs per configuration; the record holds medians, min and max.
         model: model preset when ``workload`` is a name or arrays.

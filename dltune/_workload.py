@@ -58,16 +58,24 @@ class Workload:
 
 
 def as_workload(workload: Any, model: str | None = None) -> Workload:
-    """Accept a Workload, a data set name, or a tuple of four arrays."""
+    """Accept a Workload, a data set name, a tuple of four arrays ``(x_train, y_train, x_test,
+    y_test)``, or a pair ``(x, y)``, of which :func:`dltune.data.holdout_split` holds out a
+    stratified 20 % for testing."""
     if isinstance(workload, Workload):
         return workload
     if isinstance(workload, str):
         return Workload.from_name(workload, model or "lenet")
     if isinstance(workload, (tuple, list)) and len(workload) == 4:
         return Workload.from_arrays(*workload, model=model or "lenet")
+    if isinstance(workload, (tuple, list)) and len(workload) == 2:
+        from dltune.data import holdout_split
+
+        return Workload.from_arrays(*holdout_split(*workload), model=model or "lenet")
     from dltune._errors import ParameterError
 
+    got = f"a {type(workload).__name__} of {len(workload)}" if isinstance(workload, (tuple, list)) \
+        else type(workload).__name__
     raise ParameterError(
-        "The 'workload' parameter must be a Workload, a data set name or a tuple "
-        f"(x_train, y_train, x_test, y_test). Got {type(workload).__name__} instead."
+        "The 'workload' parameter must be a Workload, a data set name, a tuple "
+        f"(x_train, y_train, x_test, y_test) or a pair (x, y). Got {got} instead."
     )

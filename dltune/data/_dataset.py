@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import ParameterError
+from dltune._validation import check_float
 
-__all__ = ["Dataset", "from_arrays", "normalise", "stratified_subset"]
+__all__ = ["HOLDOUT_FRACTION", "Dataset", "from_arrays", "holdout_split", "normalise", "stratified_subset"]
 
 # Landmarks are fitted on at most this many samples so they cost a second or two at most.
 _LANDMARK_TRAIN = 1000
@@ -193,6 +194,31 @@ def _as_labels(name: str, y: Any, n: int) -> np.ndarray:
     if len(y) and y.min() < 0:
         raise ParameterError(f"The '{name}' parameter must hold labels >= 0. Got {int(y.min())}.")
     return y.astype(np.int64)
+
+
+#: The share of the samples :func:`holdout_split` holds out for testing.
+HOLDOUT_FRACTION = 0.2
+
+
+def holdout_split(x: Any, y: Any, *, test_fraction: float = HOLDOUT_FRACTION,
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(x_train, y_train, x_test, y_test)`` from one labelled set: ``test_fraction`` of the
+    samples held out, stratified by class where every class has two samples or more, the same
+    split for the same arrays and ``seed``. What a workload given as ``(x, y)`` is split into."""
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ParameterError(f"The 'x' parameter must be an array of samples. Got shape {x.shape} instead.")
+    y = _as_labels("y", y, len(x))
+    test_fraction = check_float("test_fraction", test_fraction, 0.0, 1.0, low_open=True, high_open=True)
+    n_test = int(round(test_fraction * len(y)))
+    if n_test < 1 or n_test >= len(y):
+        raise ParameterError(
+            f"The 'x' parameter must hold enough samples to hold out {test_fraction:g} of them for "
+            f"testing and train on the rest. Got {len(y)} samples."
+        )
+    train = np.zeros(len(y), dtype=bool)
+    train[stratified_subset(y, len(y) - n_test, seed)] = True
+    return x[train], y[train], x[~train], y[~train]
 
 
 def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays") -> Dataset:

@@ -270,8 +270,9 @@ def recommend(
     """The framework and configuration to use for ``workload`` on ``hardware``, predicted.
 
     Args:
-        workload: a data set name, a :class:`~dltune.Workload`, or ``(x_train, y_train,
-            x_test, y_test)``.
+        workload: a data set name, a :class:`~dltune.Workload`, ``(x_train, y_train,
+            x_test, y_test)`` or ``(x, y)`` (a stratified 20 % held out:
+            :func:`~dltune.data.holdout_split`).
         hardware: None (this machine), a :class:`~dltune.Hardware`, a dict or a JSON file.
         objective: ``accuracy`` (most accurate; within ``ACCURACY_TIE``, the fastest),
             ``time`` (fastest within ``TIME_OBJECTIVE_SLACK`` of the most accurate) or

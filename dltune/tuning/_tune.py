@@ -210,7 +210,8 @@ def tune(
     resumes it and adds only the trials still missing, until ``n_trials`` are COMPLETE.
 
     Args:
-        workload: a :class:`~dltune.Workload`, a data set name, or four arrays.
+        workload: a :class:`~dltune.Workload`, a data set name, four arrays ``(x_train,
+            y_train, x_test, y_test)`` or a pair ``(x, y)`` (:func:`~dltune.data.holdout_split`).
         frameworks: backend names (a list or ``"torch,tensorflow"``).
         hardware: None (this machine), a core count (a CPU-subset target), or this machine's
             :class:`~dltune.Hardware`.

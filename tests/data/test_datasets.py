@@ -195,3 +195,34 @@ def test_from_arrays_errors():
         from_arrays(x, y, np.zeros((20, 12, 12)), y)
     with pytest.raises(ParameterError, match="integer class labels"):
         from_arrays(x, y + 0.5, x, y)
+
+
+def test_a_pair_of_arrays_is_split_into_a_stratified_holdout():
+    """``(x, y)``: a fifth held out for testing, class proportions kept, the same every time;
+    a Workload from it trains on the rest."""
+    from dltune._workload import as_workload
+    from dltune.data import holdout_split
+
+    rng = np.random.default_rng(3)
+    x = rng.random((100, 8, 8))
+    y = np.repeat([0, 1, 2, 3], [40, 30, 20, 10])
+    x_train, y_train, x_test, y_test = holdout_split(x, y)
+    assert (len(x_train), len(x_test)) == (80, 20)
+    assert np.bincount(y_test).tolist() == [8, 6, 4, 2]  # stratified
+    # Every sample lands on exactly one side.
+    rows = {r.tobytes() for r in x_train} | {r.tobytes() for r in x_test}
+    assert len(rows) == 100
+    again = holdout_split(x, y)
+    assert all(np.array_equal(a, b) for a, b in zip((x_train, y_train, x_test, y_test), again, strict=True))
+    assert not np.array_equal(holdout_split(x, y, seed=1)[2], x_test)  # another seed, another split
+    workload = as_workload((x, y), model="mlp")
+    assert (len(workload.dataset.x_train), len(workload.dataset.x_test)) == (80, 20)
+    assert workload.dataset.num_classes == 4
+    with pytest.raises(ParameterError, match="'y' parameter must be a 1-D array of 100 labels"):
+        holdout_split(x, y[:50])
+    with pytest.raises(ParameterError, match="enough samples to hold out 0.2"):
+        holdout_split(x[:2], y[:2])
+    with pytest.raises(ParameterError, match="'test_fraction' parameter"):
+        holdout_split(x, y, test_fraction=1.5)
+    with pytest.raises(ParameterError, match=r"or a pair \(x, y\)\. Got a tuple of 3 instead"):
+        as_workload((x, y, x))

@@ -515,3 +515,13 @@ def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_
     same, none = model.widen(pred, workload.meta_features(), here)
     assert none == [] and all(np.array_equal(same[k], pred[k]) for k in pred if k != "peak_rss_mb_high")
     assert same["peak_rss_mb_high"][0] == pytest.approx(130.0)  # another installation's pages: 1.3x
+
+
+def test_a_pair_of_arrays_is_a_workload(kb):
+    """``recommend((x, y))``: the arrays' own meta-features, a fifth held out as the test set."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    rec = recommend((x[:450], y[:450]), model="mlp", knowledge_base=kb, storage=None)
+    assert rec.workload == "arrays" and rec.model == "mlp" and rec.framework == "numpy"
+    assert rec.nearest_workloads[0][0].startswith("digits")  # 8x8 digits, as measured
