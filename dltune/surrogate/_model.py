@@ -1016,8 +1016,9 @@ class PerformanceModel:
         more libraries). For an unlike workload, ``consensus`` (the band
         :meth:`ranking_accuracy` returns) stretches each accuracy interval further to reach it:
         its own stretched interval stays around its own extrapolated point, while the picks rank
-        by the consensus too (the new 200-sample 8x8x1 LeNet at difficulty 0.9: own interval
-        [0.0, 25.9] %, its pick measured 29.0-35.2 % in 4 runs). Accuracy does not depend on the hardware. (Thread counts beyond the
+        by the consensus too (the new 200-sample 8x8x1 LeNet at difficulty 0.9: its own interval
+        reached 25.9-31.3 %, its pick measured 29.0-35.2 % in 4 runs, 3 of them above). Accuracy
+        does not depend on the hardware. (Thread counts beyond the
         measured: :meth:`hedge_threads`.) Always, without a note: the memory interval's high end
         reaches at least :data:`INSTALLATION_MEMORY_FACTOR` times its point, for the user's
         installation of the frameworks, whose mapped library pages differ from the knowledge
