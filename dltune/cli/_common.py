@@ -42,9 +42,14 @@ def parse_key_values(pairs: list[str] | None, option: str) -> dict[str, Any]:
     return out
 
 
-def add_workload_args(parser: argparse.ArgumentParser, model_default: str | None = "lenet") -> None:
-    parser.add_argument("--workload", default="digits", help="data set name (default: digits)")
-    parser.add_argument("--model", default=model_default, help="model preset (default: %(default)s)")
+def add_workload_args(parser: argparse.ArgumentParser) -> None:
+    from dltune.data import available_datasets
+    from dltune.models import available_models
+
+    parser.add_argument("--workload", default="digits",
+                        help=f"data set: {', '.join(available_datasets())} (default: %(default)s)")
+    parser.add_argument("--model", default="lenet",
+                        help=f"model preset: {', '.join(available_models())} (default: %(default)s)")
     parser.add_argument("--data", action="append", metavar="KEY=VALUE",
                         help="data set parameter, e.g. --data n_train=500 (repeatable)")
 

@@ -8,10 +8,13 @@ import argparse
 def add_parser(parser: argparse.ArgumentParser) -> None:
     from dltune.cli._common import add_workload_args
 
-    add_workload_args(parser, model_default=None)
+    add_workload_args(parser)
     parser.add_argument("--hardware", metavar="FILE.json",
                         help="recommend for the machine this JSON describes (default: this one)")
-    parser.add_argument("--objective", default="balanced", help="accuracy, time or balanced (default)")
+    parser.add_argument("--objective", default="balanced",
+                        help="accuracy (the surest; within half a point, the fastest), time (the fastest "
+                             "within 2 points of the surest) or balanced (one accuracy point per halving of "
+                             "the training time; default)")
     parser.add_argument("--max-train-time", type=float, metavar="S", help="training-time budget, seconds")
     parser.add_argument("--max-memory-mb", type=float, metavar="MB", help="peak-memory budget")
     parser.add_argument("--min-accuracy", type=float, metavar="A", help="minimum test accuracy (0..1)")
