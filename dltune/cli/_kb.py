@@ -215,7 +215,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
         calibrations = [*calibration_records(), *calibrations]
     calibrations = calibrations or False
-    report = validate_kb(records=args.records, objective=args.objective, calibrations=calibrations)
+    report = validate_kb(records=args.records, objective=args.objective, calibrations=calibrations,
+                         progress=True)  # on stderr: --json's stdout stays the JSON alone
     if args.json:
         print_json(report.to_dict())
     else:

@@ -127,6 +127,8 @@ def test_cli_validate_json(tiny_kb, cli):
     assert set(data) >= {"workloads", "overall", "bars", "n_records", "calibrations"}
     assert len(data["workloads"]) == 3
     assert data["calibrations"] == []  # other records than the shipped ones: no calibrations
+    # Progress on stderr, one step per held-out workload; stdout is the JSON alone.
+    assert "validate: 100%" in done.stderr and "3/3" in done.stderr
 
 
 def test_cli_validate_objective(tiny_kb, cli):
