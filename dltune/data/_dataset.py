@@ -147,8 +147,8 @@ def stratified_subset(y: np.ndarray, n: int | None, seed: int) -> np.ndarray:
         return np.arange(len(y))
     from sklearn.model_selection import train_test_split
 
-    classes = np.unique(y)
-    stratify = y if n >= len(classes) and np.bincount(y).min() >= 2 else None
+    classes, counts = np.unique(y, return_counts=True)  # labels that do not occur do not count
+    stratify = y if n >= len(classes) and counts.min() >= 2 else None
     keep, _ = train_test_split(np.arange(len(y)), train_size=n, random_state=seed, stratify=stratify)
     return np.sort(keep)
 

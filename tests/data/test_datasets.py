@@ -215,6 +215,8 @@ def test_a_pair_of_arrays_is_split_into_a_stratified_holdout():
     again = holdout_split(x, y)
     assert all(np.array_equal(a, b) for a, b in zip((x_train, y_train, x_test, y_test), again, strict=True))
     assert not np.array_equal(holdout_split(x, y, seed=1)[2], x_test)  # another seed, another split
+    # Labels need not start at 0: 1..4 are stratified alike.
+    assert np.bincount(holdout_split(x, y + 1)[3]).tolist() == [0, 8, 6, 4, 2]
     workload = as_workload((x, y), model="mlp")
     assert (len(workload.dataset.x_train), len(workload.dataset.x_test)) == (80, 20)
     assert workload.dataset.num_classes == 4
