@@ -92,7 +92,7 @@ def ensure_files(name: str, folder: Path, download: bool, verify: bool) -> dict[
         raise DataFilesMissingError(
             f"Data set '{name}' needs the file(s) {', '.join(missing)} in {folder} "
             f"(from {base}). Put them there (or set DLTUNE_DATA to the folder that holds '{name}/'), "
-            f"or pass download=True where there is network."
+            f"or pass download=True (on the command line: --data download=true) where there is network."
         )
     paths = {f: folder / f for f in sums}
     if verify:
