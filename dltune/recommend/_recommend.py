@@ -374,8 +374,7 @@ def recommend(
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
-    reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood,
-                     mixed=share < 1.0, best=best)
+    reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood)
     if share < 1.0:
         model_name = spec.name if perf.model_measured(spec.name) else None
         reason += (f" Its own predictions are extrapolated: candidates are ranked {100 * share:.0f}% by the "
@@ -475,15 +474,16 @@ def _frameworks(requested: list[str] | None, measured: list[str], local: bool) -
 
 
 def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, frameworks, perf,
-            nearest, ood, mixed: bool = False, best: int | None = None) -> str:
+            nearest, ood) -> str:
     """The recommendation's paragraph; ``sure`` is what the candidates were ranked by, ``pred``
-    what is shown (widened out of distribution). ``mixed``: ``sure`` is not the shown low end
-    but its mix with the consensus (an unlike workload), so each figure names it too."""
+    what is shown (widened out of distribution). Where ``sure`` is not the shown low end but its
+    mix with the consensus (an unlike workload: ``chosen.ranked_accuracy`` is set), each figure
+    names it too."""
     c = chosen.config
     time = pred["train_time_s"]
 
-    def ranked(i: int | None) -> str:
-        return f" (ranked at {100 * sure[i]:.1f}%)" if mixed and i is not None else ""
+    def ranked(value: float) -> str:
+        return "" if chosen.ranked_accuracy is None else f" (ranked at {100 * value:.1f}%)"
 
     goal = {"accuracy": "the highest accuracy it is predicted to reach at least (within "
                         f"{100 * ACCURACY_TIE:.1f} points of it counts as tied, and the fastest wins)",
@@ -495,7 +495,7 @@ def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, framewo
         f"Of {len(configs)} candidates ({len(idx)} meeting the constraints) across "
         f"{' and '.join(frameworks)}, the {c.framework} configuration with {c.optimizer}, learning rate "
         f"{c.learning_rate:g}, batch {c.batch_size} and {c.epochs} epochs has {goal}: "
-        f"{100 * chosen.accuracy[0]:.1f}% predicted, at least {100 * chosen.accuracy[1]:.1f}%{ranked(best)}, "
+        f"{100 * chosen.accuracy[0]:.1f}% predicted, at least {100 * chosen.accuracy[1]:.1f}%{ranked(chosen.ranked_accuracy)}, "
         f"in {chosen.train_time_s[0]:.3g} s. Accuracy is ranked by the low end of its interval, "
         "what the surrogates are confident of: a configuration predicted a little more accurate "
         "but less surely ranks below."
@@ -508,7 +508,7 @@ def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, framewo
         if mine:
             j = max(mine, key=lambda i: (sure[i], -time[i]))
             others.append(f"{fw}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% predicted, "
-                          f"at least {100 * pred['accuracy_low'][j]:.1f}%{ranked(j)}, in {time[j]:.3g} s")
+                          f"at least {100 * pred['accuracy_low'][j]:.1f}%{ranked(sure[j])}, in {time[j]:.3g} s")
     if others:
         parts.append("For comparison, " + "; ".join(others) + ".")
     names = ", ".join(f"{n} ({d:.2f})" for n, d in nearest)

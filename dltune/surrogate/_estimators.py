@@ -181,10 +181,12 @@ class QuantileGBMRegressor:
         """Point, low and high in the learned (transformed) target space."""
         X = self._check_fitted(X)
         point = self._point_target(X)
-        X = self._trees_X(X)
-        low = np.minimum(self.low_.predict(X) - self.widen_, point)
-        high = np.maximum(self.high_.predict(X) + self.widen_, point)
-        return point, low, high
+        low, high = self._band_target(self._trees_X(X))
+        return point, np.minimum(low, point), np.maximum(high, point)
+
+    def _band_target(self, Xt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The quantile ensembles' calibrated ends, in the learned target space."""
+        return self.low_.predict(Xt) - self.widen_, self.high_.predict(Xt) + self.widen_
 
     def _point_target(self, X: np.ndarray) -> np.ndarray:
         return self.point_.predict(self._trees_X(X))
@@ -205,9 +207,7 @@ class QuantileGBMRegressor:
         :meth:`predict_interval`'s but not stretched to hold the point where it falls outside
         (the point is not computed, which is what costs most where an order model ranks it)."""
         X = self._check_fitted(X)
-        Xt = self._trees_X(X)
-        low = self._from_target(X, self.low_.predict(Xt) - self.widen_)
-        high = self._from_target(X, self.high_.predict(Xt) + self.widen_)
+        low, high = (self._from_target(X, end) for end in self._band_target(self._trees_X(X)))
         return np.minimum(low, high), np.maximum(low, high)
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:

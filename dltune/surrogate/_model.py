@@ -837,8 +837,7 @@ class PerformanceModel:
         diff = (refs - vector[None, :]) / self.workload_scale_[None, :]
         diff = np.where(np.isfinite(diff), diff, 3.0)  # a feature unknown on one side: far
         dist = np.sqrt(np.mean(diff**2, axis=1))
-        if model is not None and self.model_measured(model):
-            dist[[w.get("model") != model for w in self.workloads_]] = np.inf
+        dist[~self._of_model(model)] = np.inf
         if skip is not None:
             dist[skip] = np.inf
         return dist
@@ -846,6 +845,12 @@ class PerformanceModel:
     def model_measured(self, model: str | None) -> bool:
         """Whether the knowledge base trained model preset ``model`` (None: unknown, taken as yes)."""
         return model is None or any(w.get("model") == model for w in self.workloads_)
+
+    def _of_model(self, model: str | None) -> np.ndarray:
+        """Which measured workloads speak for ``model``: its own where it was measured, else
+        (a model never measured, or none given) all of them."""
+        same = np.array([w.get("model") == model for w in self.workloads_], dtype=bool)
+        return same if model is not None and same.any() else np.ones(len(self.workloads_), dtype=bool)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "encoder_"):
@@ -946,9 +951,7 @@ class PerformanceModel:
         columns = self.accuracy_.tree_columns
         seen = X if columns is None else X[:, list(columns)]
         _, first, inverse = np.unique(seen, axis=0, return_index=True, return_inverse=True)
-        model = meta.get("model")
-        others = [w for w in self.workloads_
-                  if model is None or not self.model_measured(model) or w.get("model") == model]
+        others = [w for w, keep in zip(self.workloads_, self._of_model(meta.get("model")), strict=True) if keep]
         swapped = [dict(rows[i], meta=w["meta"]) for w in others for i in first]
         band = self.accuracy_.predict_band(self.encoder_.transform(swapped))
         low, high = (end.reshape(len(others), len(first)).mean(axis=0)[inverse.ravel()] for end in band)

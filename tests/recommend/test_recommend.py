@@ -51,16 +51,25 @@ def test_recommendation_is_complete(kb, workload):
     json.dumps(rec.to_dict())
 
 
-def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
+def _candidates(monkeypatch, question):
+    """``question()`` asked afresh, and its candidates' predictions and ranking figures
+    (``pred``, ``sure``), as the memo holds them."""
     from dltune.recommend import _recommend
 
     monkeypatch.setattr(_recommend, "_predictions", {})
-    rec = recommend(workload, knowledge_base=kb, storage=None, top_k=4, objective="accuracy")
+    answer = question()
+    (entry,) = _recommend._predictions.values()  # (perf, configs, pred, notes, sure, share, band)
+    return answer, entry[2], entry[4]
+
+
+def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
+    from dltune.recommend import _recommend
+
+    rec, pred, sure = _candidates(monkeypatch, lambda: recommend(
+        workload, knowledge_base=kb, storage=None, top_k=4, objective="accuracy"))
     # Some alternative wherever the front of all candidates has more than the pick: with the
     # tiny knowledge base the fastest candidate is sometimes also the surest (one whole front).
-    (entry,) = _recommend._predictions.values()  # (perf, configs, pred, notes, sure, share, band)
-    sure, time = entry[4], entry[2]["train_time_s"]
-    front = _recommend.pareto_front(sure, time)
+    front = _recommend.pareto_front(sure, pred["train_time_s"])
     assert len(rec.alternatives) == min(3, len(front) - 1), (len(front), rec.alternatives)
     # The front of the accuracy each candidate is predicted to reach at least (its interval's
     # low end, which the objectives rank by) and its predicted time.
@@ -172,25 +181,25 @@ def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_
 
 
 def test_constraints_filter_or_fail_clearly(kb, workload, monkeypatch):
-    from dltune.recommend import _recommend
-
-    monkeypatch.setattr(_recommend, "_predictions", {})
-    base = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, top_k=4)
+    base, pred, _ = _candidates(monkeypatch, lambda: recommend(
+        workload, objective="accuracy", knowledge_base=kb, storage=None, top_k=4))
     # A limit between the pick and the next candidate beyond it, faster or (where the pick is
     # the fastest, as the tiny knowledge base's coarse times sometimes make it) predicted more
     # accurate: feasible, and it excludes the unconstrained pick.
-    (entry,) = _recommend._predictions.values()
-    def beyond(key, sign):
-        values, own = entry[2][key], base.predicted[key][0]
-        return own, values[sign * (values - own) > 0]
-
-    key, name, sign = next((c for c in (("train_time_s", "max_train_time", -1), ("accuracy", "min_accuracy", 1))
-                            if len(beyond(c[0], c[2])[1])), (None, None, None))
-    assert key, "the pick is both the fastest and the most accurate of all candidates"
-    own, others = beyond(key, sign)
-    limit = (own + (others.max() if sign < 0 else others.min())) / 2
-    rec = recommend(workload, objective="accuracy", constraints={name: limit}, knowledge_base=kb, storage=None)
-    assert sign * (rec.predicted[key][0] - limit) >= 0 > sign * (own - limit)
+    own_time, own_accuracy = base.predicted["train_time_s"][0], base.predicted["accuracy"][0]
+    faster = pred["train_time_s"][pred["train_time_s"] < own_time]
+    better = pred["accuracy"][pred["accuracy"] > own_accuracy]
+    assert len(faster) or len(better), "the pick is both the fastest and the most accurate of all candidates"
+    if len(faster):
+        limit = (faster.max() + own_time) / 2
+        rec = recommend(workload, objective="accuracy", constraints={"max_train_time": limit},
+                        knowledge_base=kb, storage=None)
+        assert rec.predicted["train_time_s"][0] <= limit < own_time
+    else:
+        limit = (better.min() + own_accuracy) / 2
+        rec = recommend(workload, objective="accuracy", constraints={"min_accuracy": limit},
+                        knowledge_base=kb, storage=None)
+        assert rec.predicted["accuracy"][0] >= limit > own_accuracy
     with pytest.raises(DltuneError, match="No candidate meets the constraints"):
         recommend(workload, constraints={"max_train_time": 1e-12}, knowledge_base=kb, storage=None)
 
