@@ -57,6 +57,10 @@ class QuantileGBMRegressor:
     def _trees_X(self, X: np.ndarray) -> np.ndarray:
         return X if self.tree_columns is None else X[:, list(self.tree_columns)]
 
+    def _band_X(self, X: np.ndarray) -> np.ndarray:
+        """The columns the interval's quantile ensembles split on."""
+        return self._trees_X(X)
+
     # Target transforms: subclasses learn in another space (log seconds, ...).
     def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         return y
@@ -128,7 +132,7 @@ class QuantileGBMRegressor:
         with threadpool_limits(1):
             self.point_ = compile_hist_gbm(self._gbm("squared_error").fit(
                 self._trees_X(X), self._value_target(X, t)))
-            self.low_, self.high_ = self._fit_band(self._trees_X(X), t)
+            self.low_, self.high_ = self._fit_band(self._band_X(X), t)
             self.widen_ = 0.0
             if self.calibrate and len(t) >= 2 * self.cv:
                 self.widen_ = self._conformal_margin(X, y, t, groups)
@@ -158,8 +162,8 @@ class QuantileGBMRegressor:
         for held in folds:
             train = np.setdiff1d(np.arange(len(t)), held)
             tf = self._fold_targets(X, y, t, train)
-            low, high = self._fit_band(self._trees_X(X[train]), tf[train])
-            Xh = self._trees_X(X[held])
+            low, high = self._fit_band(self._band_X(X[train]), tf[train])
+            Xh = self._band_X(X[held])
             scores[held] = np.maximum(low.predict(Xh) - tf[held], tf[held] - high.predict(Xh))
         level = min(1.0, math.ceil((len(t) + 1) * self.coverage) / len(t))
         return max(0.0, float(np.quantile(scores, level)))
@@ -181,7 +185,7 @@ class QuantileGBMRegressor:
         """Point, low and high in the learned (transformed) target space."""
         X = self._check_fitted(X)
         point = self._point_target(X)
-        low, high = self._band_target(self._trees_X(X))
+        low, high = self._band_target(self._band_X(X))
         return point, np.minimum(low, point), np.maximum(high, point)
 
     def _band_target(self, Xt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +211,7 @@ class QuantileGBMRegressor:
         :meth:`predict_interval`'s but not stretched to hold the point where it falls outside
         (the point is not computed, which is what costs most where an order model ranks it)."""
         X = self._check_fitted(X)
-        low, high = (self._from_target(X, end) for end in self._band_target(self._trees_X(X)))
+        low, high = (self._from_target(X, end) for end in self._band_target(self._band_X(X)))
         return np.minimum(low, high), np.maximum(low, high)
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
@@ -300,6 +304,9 @@ class AccuracySurrogate(QuantileGBMRegressor):
     reassigned in that learnt order: the value model says how accurate the workload's
     configurations are, the order model which of them is which.
 
+    The interval's quantile ensembles split on ``band_columns`` (default: ``tree_columns``),
+    which may leave out columns the point's value and order ensembles see.
+
     With ``transfer`` > 0 the order also draws on the measured workloads one by one: each
     workload with :data:`MIN_ORDER_ROWS` or more rows gets a small ensemble of its own that
     learns its configurations' ranks, and a workload being predicted is ordered by those
@@ -320,9 +327,11 @@ class AccuracySurrogate(QuantileGBMRegressor):
                  learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
                  l2_regularization: float = 0.1, calibrate: bool = True, cv: int = 3,
-                 random_state: int = 0, tree_columns: tuple[int, ...] | None = None) -> None:
+                 random_state: int = 0, tree_columns: tuple[int, ...] | None = None,
+                 band_columns: tuple[int, ...] | None = None) -> None:
         super().__init__(coverage, max_iter, learning_rate, max_leaf_nodes, min_samples_leaf,
                          l2_regularization, calibrate, cv, random_state, tree_columns)
+        self.band_columns = band_columns
         self.reference_columns = reference_columns
         self.n_test_column = n_test_column
         self.classes_column = classes_column
@@ -337,7 +346,11 @@ class AccuracySurrogate(QuantileGBMRegressor):
                 "workload_columns": tuple(self.workload_columns),
                 "model_columns": tuple(tuple(c) for c in self.model_columns),
                 "transfer": self.transfer, "transfer_bandwidth": self.transfer_bandwidth,
+                "band_columns": None if self.band_columns is None else tuple(self.band_columns),
                 **super().get_params(deep)}
+
+    def _band_X(self, X: np.ndarray) -> np.ndarray:
+        return self._trees_X(X) if self.band_columns is None else X[:, list(self.band_columns)]
 
     def _check_params(self) -> None:
         super()._check_params()

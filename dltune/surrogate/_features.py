@@ -159,6 +159,22 @@ def _lr_position(optimizer: Any, learning_rate: Any) -> float:
     return (_log(learning_rate) - math.log(low)) / (math.log(high) - math.log(low))
 
 
+def _step_per_sample(optimizer: Any, learning_rate: Any, momentum: float, batch: float) -> float:
+    """Log of the learning rate per sample of the batch, momentum's as its effective rate
+    ``lr / (1 - momentum)``: it tells where plain and momentum SGD diverge, a ratio the trees
+    would need many splits to find from the rate and the batch size apart. Adam's is its raw
+    rate (its step does not grow with the gradient: another scale, which the optimizer columns
+    tell apart).
+
+    The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``);
+    leave-one-workload-out figures in docs/recommendation-history.md (2026-12-05 19:00 UTC).
+    """
+    lr = _num(learning_rate)
+    if optimizer == "momentum":
+        lr = lr / (1.0 - momentum) if momentum < 1.0 else math.nan
+    return _log(lr / batch)
+
+
 def _threads(config: dict[str, Any], hardware: dict[str, Any]) -> tuple[float, float]:
     threads = config.get("threads") or {}
     usable = _num(hardware.get("usable_cores"))
@@ -186,7 +202,7 @@ class FeatureEncoder:
             [n for n, _, _ in WORKLOAD_FEATURES]
             + list(HARDWARE_FEATURES)
             + ["log_lr", "lr_position", "momentum", "log_weight_decay", "log2_batch", "epochs", "log_epochs", "log_steps",
-               "log_updates", "log_lr_updates",
+               "log_updates", "log_lr_updates", "log_step_per_sample",
                "intra_threads", "cores", "threads_per_core", "fresh_process"]
             + [f"opt_{o}" for o in OPTIMIZERS]
             + [f"sched_{s}" for s in _SCHEDULES]
@@ -222,7 +238,9 @@ class FeatureEncoder:
                 math.log2(batch), _num(cfg.get("epochs")), _log(cfg.get("epochs")),
                 _log(_num(meta.get("n_train")) / batch),
                 _log(_num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch),
-                _log(_num(cfg.get("learning_rate")) * _num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch), intra, cores, intra / cores,
+                _log(_num(cfg.get("learning_rate")) * _num(cfg.get("epochs")) * _num(meta.get("n_train")) / batch),
+                _step_per_sample(optimizer, cfg.get("learning_rate"), momentum, batch),
+                intra, cores, intra / cores,
                 # A row without the flag is a run to come: the user's own, in a new process.
                 float(row.get("fresh", True)),
             ]

@@ -37,7 +37,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 25
+FORMAT_VERSION = 26
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -49,7 +49,12 @@ _TIME_COST = ("epochs", "log_steps", "log_n_train", "log_param_count", "log_flop
 _NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work", "fresh_process",
                  "conv_outputs_per_sample")
 # Accuracy-only columns the training-time and memory trees do not see.
-_NOT_SPEED = ("lr_position",)
+_NOT_SPEED = ("lr_position", "log_step_per_sample")
+# Columns the accuracy point's ensembles (value, order, transfer) see and its interval's quantile
+# ensembles do not: given to those too, the step per sample moved the picks, which rank by the
+# interval's low end, to worse ones (a scratch leave-one-workload-out: regret 1.64 -> 2.39 points on
+# average; docs/recommendation-history.md).
+_NOT_BANDS = ("log_step_per_sample",)
 # Fresh-process records needed before the memory surrogate learns from them alone.
 MIN_FRESH_RECORDS = 20
 # How much wider the training-time interval gets each way per way the hardware differs from
@@ -350,6 +355,7 @@ class PerformanceModel:
         not_accuracy = set(HARDWARE_FEATURES) | set(_NOT_ACCURACY)
         accuracy_trees = tuple(i for i, n in enumerate(names)
                                if not n.startswith(("fw_", "fwm_")) and n not in not_accuracy)
+        accuracy_bands = tuple(i for i in accuracy_trees if names[i] not in _NOT_BANDS)
         # Speed and memory: where a rate lies in its optimizer's range changes neither.
         speed_trees = tuple(i for i, n in enumerate(names) if n not in _NOT_SPEED)
         return (AccuracySurrogate(reference_columns=(names.index("landmark_logreg"),
@@ -361,7 +367,8 @@ class PerformanceModel:
                                       tuple(i for i, n in enumerate(names) if n.startswith("fwm_") and n.endswith(f"|{m}"))
                                       for m in sorted({m for _, m in encoder.framework_models_})),
                                   transfer=self.transfer,
-                                  tree_columns=accuracy_trees, max_iter=self.max_iter, **kw),
+                                  tree_columns=accuracy_trees, band_columns=accuracy_bands,
+                                  max_iter=self.max_iter, **kw),
                 TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),

@@ -369,3 +369,21 @@ def test_accuracy_order_transfers_from_the_most_alike_measured_workloads():
         AccuracySurrogate(transfer=1.5, **kw).fit(X, y, groups)
     with pytest.raises(ParameterError, match=r"The 'transfer_bandwidth' parameter must be"):
         AccuracySurrogate(transfer_bandwidth=0.0, **kw).fit(X, y, groups)
+
+
+def test_band_columns_keep_a_column_out_of_the_interval_only():
+    # Column 1 moves the target; the bands may not split on it, the point may.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    y = 0.3 + 0.1 * X[:, 0] + 0.2 * (X[:, 1] > 0)
+    est = AccuracySurrogate(band_columns=(0,), max_iter=40, calibrate=False).fit(X, y)
+    assert est.get_params()["band_columns"] == (0,)
+    moved = X.copy()
+    moved[:, 1] = -moved[:, 1]
+    low, high = est.predict_band(X)
+    assert np.array_equal((low, high), est.predict_band(moved))
+    assert not np.allclose(est.predict(X), est.predict(moved))
+    point, low, high = est.predict_interval(X)
+    assert np.all((low <= point) & (point <= high))
+    both = AccuracySurrogate(max_iter=40, calibrate=False).fit(X, y)
+    assert not np.array_equal(both.predict_band(X), both.predict_band(moved))
