@@ -167,7 +167,8 @@ def _step_per_sample(optimizer: Any, learning_rate: Any, momentum: float, batch:
     tell apart).
 
     The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``);
-    leave-one-workload-out figures in docs/recommendation-history.md (2026-12-05 19:00 UTC).
+    leave-one-workload-out figures in docs/recommendation-history.md (2026-12-05 18:45-19:40
+    UTC).
     """
     lr = _num(learning_rate)
     if optimizer == "momentum":
