@@ -947,16 +947,15 @@ class PerformanceModel:
         given): ``(low, high)``, the accuracy each configuration is predicted to reach at least,
         and at most, across them, whatever the workload asked about.
 
-        The accuracy trees see neither the framework nor the hardware, so rows that differ only
-        there share one prediction per workload: each distinct one is predicted once. The ends
+        The accuracy interval's trees see neither the framework nor the hardware, so rows that
+        differ only there share one prediction per workload: each distinct one is predicted once. The ends
         are the quantile ensembles' (``predict_band``): ``predict`` also stretches an interval
         to hold its point, where the point falls outside, and the point costs most (its order
         model ranks every workload's rows: 6 s for 18 workloads' 1,456 candidates).
         """
         self._check_fitted()
-        X = self.encoder_.transform(rows)
-        columns = self.accuracy_.tree_columns
-        seen = X if columns is None else X[:, list(columns)]
+        # The columns the interval's quantile ensembles split on.
+        seen = self.accuracy_._band_X(self.encoder_.transform(rows))
         _, first, inverse = np.unique(seen, axis=0, return_index=True, return_inverse=True)
         others = [w for w, keep in zip(self.workloads_, self._of_model(meta.get("model")), strict=True) if keep]
         swapped = [dict(rows[i], meta=w["meta"]) for w in others for i in first]
