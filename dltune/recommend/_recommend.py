@@ -6,7 +6,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,9 +43,24 @@ BALANCED_POINTS_PER_HALVING = 1.0
 ALTERNATIVES_WITHIN = 0.05
 
 _hardware_cache: dict[str, Any] = {}
+
+
+class _Predicted(NamedTuple):
+    """What the memo keeps per question: the candidates, their predictions (threads and
+    machines hedged, not yet widened), and the accuracy they are ranked by (``ranking_accuracy``)."""
+
+    perf: Any  # the fitted model, kept alive so that its id in the key cannot be reused
+    configs: list[TrainConfig]
+    pred: dict[str, np.ndarray]
+    hedge_notes: list[str]
+    sure: np.ndarray
+    share: float
+    band: tuple[np.ndarray, np.ndarray] | None  # the consensus band, where the workload is unlike
+
+
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
 # constraints only re-rank them, so a repeated question costs milliseconds.
-_predictions: dict[str, tuple[Any, ...]] = {}
+_predictions: dict[str, _Predicted] = {}
 
 
 @dataclass
@@ -309,7 +324,7 @@ def recommend(
     kind = "cifar10" if spec.input_shape[0] == 3 else "mnist"
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
-    if memo_key in _predictions and _predictions[memo_key][0] is perf:
+    if memo_key in _predictions and _predictions[memo_key].perf is perf:
         _, configs, pred, hedge_notes, sure, share, band = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
@@ -337,7 +352,7 @@ def recommend(
         hedge_notes = [*hedge_notes, *machine_notes]
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = (perf, configs, pred, hedge_notes, sure, share, band)
+        _predictions[memo_key] = _Predicted(perf, configs, pred, hedge_notes, sure, share, band)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width
     # (and the accuracy intervals reach the consensus band the picks were ranked with).
     pred, interval_notes = perf.widen(pred, meta, hw_dict, consensus=band)

@@ -6,7 +6,9 @@ the fit depends on (model format, the knowledge-base file, the ids of the user's
 records, extra records); a change in any of them means a new key and a refit. A fit on the
 shipped knowledge base and calibrations alone ships in the package (``kb/surrogates/``), so a
 fresh install does not fit on its first ``recommend``. Loading reads only arrays and JSON (no
-pickle).
+pickle). The cache keeps the :data:`CACHE_KEEP` fits used last (about 1.4 MB each with the
+shipped knowledge base): every change of the user's records means a new key, and the fits of
+older keys would otherwise pile up, one per ``tune`` session.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_stor
            "clear_memory_cache", "shipped_model_dir", "shipped_model_key"]
 
 _MEMORY: dict[str, PerformanceModel] = {}
+# Cached fits kept on disk, the most recently used first (loaded or written).
+CACHE_KEEP = 8
 
 
 def clear_memory_cache() -> None:
@@ -248,7 +252,9 @@ def fitted_model(
     model = None
     if not refit:
         model = _load(path)
-        if model is None:
+        if model is not None:
+            _touch(path)  # used now: the last to be pruned
+        else:
             model = _load(shipped_model_dir() / f"{key}.npz")
     if model is None:
         all_records = _unique([r.to_dict() for r in load_shipped_records(kb_file)] + extra + stored)
@@ -267,10 +273,38 @@ def fitted_model(
         print(f"dltune: fitted in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         try:
             model.save(path)
+            _prune(path.parent, CACHE_KEEP)
         except OSError:
             pass  # a read-only cache only costs a refit next time
     _MEMORY[key] = model
     return model
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # a read-only cache: pruning then goes by when each fit was written
+
+
+def _prune(folder: Path, keep: int) -> list[Path]:
+    """Delete all but the ``keep`` most recently used fits in ``folder``; the deleted paths."""
+    fits = []
+    for path in folder.glob("*.npz"):
+        if path.name.endswith(".tmp.npz"):
+            continue  # another process writing its fit
+        try:
+            fits.append((path.stat().st_mtime, path.name, path))
+        except OSError:
+            continue  # deleted meanwhile by another process
+    gone = []
+    for _, _, path in sorted(fits, reverse=True)[keep:]:
+        try:
+            path.unlink()
+            gone.append(path)
+        except OSError:
+            pass
+    return gone
 
 
 def _extra_records(records: Iterable[Any] | None) -> list[dict[str, Any]]:

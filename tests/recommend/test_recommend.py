@@ -58,8 +58,8 @@ def _candidates(monkeypatch, question):
 
     monkeypatch.setattr(_recommend, "_predictions", {})
     answer = question()
-    (entry,) = _recommend._predictions.values()  # (perf, configs, pred, notes, sure, share, band)
-    return answer, entry[2], entry[4]
+    (entry,) = _recommend._predictions.values()
+    return answer, entry.pred, entry.sure
 
 
 def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):

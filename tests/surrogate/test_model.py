@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import uuid
 
 import numpy as np
@@ -933,3 +934,36 @@ def test_an_unlike_workload_is_ranked_partly_by_the_consensus_of_measured_worklo
     # No model given: every measured workload too.
     nameless = {k: v for k, v in meta.items() if k != "model"}
     assert model.consensus_accuracy_band([dict(rows[0], meta=nameless)], nameless)[0][0] == pytest.approx(every)
+
+
+def test_the_cache_keeps_only_the_fits_used_last(tiny_kb, monkeypatch, tmp_path):
+    from dltune._paths import cache_dir
+    from dltune.surrogate import _cache
+
+    kb = tiny_kb / "records.jsonl"
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path))  # a cache of this test's own fits
+    folder = cache_dir() / "surrogates"
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(_cache, "CACHE_KEEP", 3)
+    clear_memory_cache()
+    used = fitted_model(storage=None, kb_path=kb)  # fitted, or loaded from this cache
+    (current,) = [p for p in folder.glob("*.npz") if p.name == f"{_cache._fit_key(kb, [], [])}.npz"]
+    old = []
+    for i in range(4):  # fits of earlier record sets, the oldest first, all older than current
+        path = folder / f"old{i}.npz"
+        path.write_bytes(b"x")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+        old.append(path)
+    os.utime(current, (900_000, 900_000))  # written long ago, but used now (below)
+    writing = folder / "another.npz.tmp.npz"  # another process's fit, half written
+    writing.write_bytes(b"x")
+    os.utime(writing, (1, 1))
+    clear_memory_cache()
+    assert fitted_model(storage=None, kb_path=kb).n_records_ == used.n_records_  # loaded: touched
+    assert current.stat().st_mtime > old[-1].stat().st_mtime
+    extra = RecordStore(tiny_kb).records()[:1]
+    extra[0].id = f"another-run-{uuid.uuid4().hex}"
+    fitted_model(records=[extra[0]], storage=None, kb_path=kb)  # a new key: fitted, then pruned
+    left = {p.name for p in folder.glob("*.npz")}
+    new = f"{_cache._fit_key(kb, [], _cache._extra_records([extra[0]]))}.npz"
+    assert left == {new, current.name, old[3].name, writing.name}
