@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
+from dltune._validation import check_int
 from dltune.backends import BACKENDS
 from dltune.hardware._hardware import cpu_identity
 from dltune.surrogate._estimators import (
@@ -73,6 +74,10 @@ DATA_SIZE_OOD = 2.0
 # Records a machine other than the knowledge base's needs before its speed is calibrated and it
 # counts as measured (``dltune kb calibrate`` makes 60; see PerformanceModel.fit).
 MIN_MACHINE_RECORDS = 8
+# Records from which ``PerformanceModel(n_jobs=None)`` fits the accuracy surrogate in a second
+# process: starting it (a fresh interpreter importing numpy and scikit-learn) takes 1-2 s on
+# 2 cores, and a fit on fewer records takes about that in all.
+CHILD_FIT_MIN_RECORDS = 2000
 # Records of one framework on such a machine before it gets a speed factor of its own (fewer:
 # the machine's factor over all its frameworks).
 MIN_MACHINE_FRAMEWORK_RECORDS = 3
@@ -331,11 +336,17 @@ class PerformanceModel:
         transfer: share of the accuracy order drawn from the measured workloads most like the
             one predicted, each by a rank model of its own (see ``AccuracySurrogate``); 0: the
             order model alone.
+        n_jobs: processes for the fit. 1: this one. 2 or more: the accuracy surrogate is fitted
+            in a second process while this one fits the rest (about half the fit each, so more
+            than 2 add nothing); the fit is the same to the last bit. None: 2 where at least
+            2 cores are usable and at least :data:`CHILD_FIT_MIN_RECORDS` records are fitted
+            on (on fewer, starting the process costs more than it saves).
     """
 
     def __init__(self, coverage: float = 0.8, max_iter: int = 100, time_residual_iter: int = 30,
                  calibrate: bool = True, random_state: int = 0,
-                 machine_workloads: int = MIN_MACHINE_WORKLOADS, transfer: float = 0.5) -> None:
+                 machine_workloads: int = MIN_MACHINE_WORKLOADS, transfer: float = 0.5,
+                 n_jobs: int | None = None) -> None:
         self.coverage = coverage
         self.max_iter = max_iter
         self.time_residual_iter = time_residual_iter
@@ -343,6 +354,7 @@ class PerformanceModel:
         self.random_state = random_state
         self.machine_workloads = machine_workloads
         self.transfer = transfer
+        self.n_jobs = n_jobs
 
     def _estimators(self, encoder: FeatureEncoder):
         kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
@@ -382,6 +394,8 @@ class PerformanceModel:
 
     def fit(self, records: Iterable[Any]) -> PerformanceModel:
         """Fit on measurement records (:class:`Measurement` or dicts); failed ones are ignored."""
+        if self.n_jobs is not None:
+            check_int("n_jobs", self.n_jobs, 1, 10_000)
         data = usable_records(records)
         if len(data) < 4:
             raise ParameterError(
@@ -407,8 +421,44 @@ class PerformanceModel:
         again = remeasured(data)
         scored = [i for i, c in enumerate(calibration) if not c and i not in again]
         scored = scored if len(scored) >= 4 else list(range(len(data)))
-        self.accuracy_.fit(X[scored], [data[i]["metrics"]["test_accuracy"] for i in scored],
-                           [groups[i] for i in scored])
+        accuracy = ([data[i]["metrics"]["test_accuracy"] for i in scored], [groups[i] for i in scored])
+        child = self._start_accuracy_fit(X[scored], *accuracy)
+        from threadpoolctl import threadpool_limits
+
+        # One thread, as in the child (more spin beside it), so that the fit is the same to the
+        # last bit in one process or two; on data this small it is no slower.
+        with threadpool_limits(1):
+            try:
+                self._fit_rest(data, rows, X, groups, calibration)
+            except BaseException:
+                if child is not None:
+                    child.close()
+                raise
+            fitted = child.result(self.accuracy_) if child is not None else None
+            if fitted is None:  # in one process, or the child failed: here
+                self.accuracy_.fit(X[scored], *accuracy)
+        self.n_records_ = len(data)
+        import sklearn
+
+        # Another scikit-learn can grow other trees from the same records.
+        self.fitted_with_ = {"scikit-learn": sklearn.__version__, "numpy": np.__version__}
+        return self
+
+    def _start_accuracy_fit(self, X: np.ndarray, y: list[float], groups: list[str]):
+        """The accuracy surrogate's fit started in a second process (``n_jobs``), or None."""
+        from dltune.config import usable_cores
+
+        jobs = self.n_jobs if self.n_jobs is not None else (
+            2 if usable_cores() >= 2 and len(y) >= CHILD_FIT_MIN_RECORDS else 1)
+        if jobs < 2:
+            return None
+        from dltune.surrogate._child import start_child_fit
+
+        return start_child_fit(self.get_params(), self.encoder_.to_state(), X, np.asarray(y), np.asarray(groups))
+
+    def _fit_rest(self, data: list[dict[str, Any]], rows: list[dict[str, Any]], X: np.ndarray,
+                  groups: list[str], calibration: list[bool]) -> None:
+        """Everything but the accuracy surrogate: training time, memory, machines, references."""
         # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
         # is that of the epochs it ran.
         ran = [epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
@@ -464,12 +514,6 @@ class PerformanceModel:
             [threads[i] for i in memory_rows], memory_others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
         self._fit_references(data)
-        self.n_records_ = len(data)
-        import sklearn
-
-        # Another scikit-learn can grow other trees from the same records.
-        self.fitted_with_ = {"scikit-learn": sklearn.__version__, "numpy": np.__version__}
-        return self
 
     def _fit_machine_time(self, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
                           frameworks: list[str], others: set[str]) -> None:
@@ -1281,4 +1325,4 @@ class PerformanceModel:
         return {"coverage": self.coverage, "max_iter": self.max_iter,
                 "time_residual_iter": self.time_residual_iter, "calibrate": self.calibrate,
                 "random_state": self.random_state, "machine_workloads": self.machine_workloads,
-                "transfer": self.transfer}
+                "transfer": self.transfer, "n_jobs": self.n_jobs}

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -967,3 +968,73 @@ def test_the_cache_keeps_only_the_fits_used_last(tiny_kb, monkeypatch, tmp_path)
     left = {p.name for p in folder.glob("*.npz")}
     new = f"{_cache._fit_key(kb, [], _cache._extra_records([extra[0]]))}.npz"
     assert left == {new, current.name, old[3].name, writing.name}
+
+
+def _arrays(model):
+    return {k: v for est, key in ((model.accuracy_, "acc."), (model.train_time_, "time."),
+                                  (model.memory_, "mem."))
+            for k, v in est.to_arrays(key).items()}
+
+
+def test_the_accuracy_fit_in_a_second_process_is_the_same_to_the_last_bit(tiny_kb, monkeypatch):
+    from dltune.surrogate import _child
+
+    records = RecordStore(tiny_kb).records()
+    here = _arrays(PerformanceModel(max_iter=20, n_jobs=1).fit(records))
+    started = []
+    start = _child.start_child_fit
+    monkeypatch.setattr(_child, "start_child_fit", lambda *a: started.append(start(*a)) or started[-1])
+    loaded = []
+    result = _child.ChildFit.result
+    monkeypatch.setattr(_child.ChildFit, "result", lambda self, est: loaded.append(result(self, est)) or loaded[-1])
+    there = _arrays(PerformanceModel(max_iter=20, n_jobs=2).fit(records))
+    assert len(started) == 1 and started[0] is not None  # the child ran ...
+    assert started[0]._process.returncode == 0 and loaded[0] is not None  # ... and its fit was used
+    assert not Path(started[0]._folder.name).exists()  # ... and its folder is gone
+    assert here.keys() == there.keys() and any(k.startswith("acc.") for k in here)
+    assert all(np.array_equal(here[k], there[k]) for k in here)
+    # On this small knowledge base the default fits in one process (CHILD_FIT_MIN_RECORDS).
+    started.clear()
+    PerformanceModel(max_iter=20).fit(records)
+    assert not started
+
+
+def test_a_failed_child_fit_is_done_here_and_a_failed_fit_stops_the_child(tiny_kb, monkeypatch):
+    import subprocess
+    import sys
+
+    from dltune.surrogate import _child
+
+    records = RecordStore(tiny_kb).records()
+    here = _arrays(PerformanceModel(max_iter=20, n_jobs=1).fit(records))
+
+    def child(code):
+        def start(*args):
+            folder = __import__("tempfile").TemporaryDirectory()
+            fit = _child.ChildFit(folder, subprocess.Popen([sys.executable, "-c", code]))
+            started.append(fit)
+            return fit
+        return start
+
+    started = []
+    monkeypatch.setattr(_child, "start_child_fit", child("raise SystemExit(3)"))
+    there = _arrays(PerformanceModel(max_iter=20, n_jobs=2).fit(records))
+    assert started[0]._process.returncode == 3
+    assert all(np.array_equal(here[k], there[k]) for k in here)
+
+    started.clear()
+    monkeypatch.setattr(_child, "start_child_fit", child("import time; time.sleep(600)"))
+
+    def broken(self, *args):
+        raise RuntimeError("the time model failed")
+
+    monkeypatch.setattr(PerformanceModel, "_fit_rest", broken)
+    with pytest.raises(RuntimeError, match="the time model failed"):
+        PerformanceModel(max_iter=20, n_jobs=2).fit(records)
+    assert started[0]._process.returncode is not None  # killed, not left running
+    assert not Path(started[0]._folder.name).exists()
+
+
+def test_n_jobs_is_checked():
+    with pytest.raises(ParameterError, match="The 'n_jobs' parameter must be an int in \\[1, 10000\\]. Got 0"):
+        PerformanceModel(n_jobs=0).fit([])

@@ -1,0 +1,106 @@
+"""The accuracy surrogate fitted in a child process, beside the rest of the fit.
+
+``PerformanceModel.fit`` spends about half its time (6.9 of 14-15 s on 2 cores with the shipped
+knowledge base) on the accuracy surrogate, which nothing else in the fit reads. A second
+process fits it while the first fits the training-time and memory surrogates. Threads do not
+help: the trees are fitted on one OpenMP thread each (more spin on data this small), and a
+thread beside them took 17 s instead of 14 (docs/recommendation-history.md).
+
+The child is a fresh interpreter running :func:`_main` on ``FOLDER``, not a fork
+(the parent may hold OpenMP or framework threads) nor ``multiprocessing``'s spawn (which imports
+the caller's main script again). It reads its inputs from ``FOLDER`` (the model's parameters
+and feature encoder as JSON, the rows as a ``.npz``), fits the estimator the parent would have
+fitted, and writes it as the arrays ``PerformanceModel.save`` writes for it; the parent loads
+them as it loads a cached model. Nothing is pickled. The fit is the same to the last bit
+(tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ChildFit", "start_child_fit"]
+
+PREFIX = "acc."
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class ChildFit:
+    """A fit running in a child process; :meth:`result` waits for it."""
+
+    def __init__(self, folder: tempfile.TemporaryDirectory, process: subprocess.Popen) -> None:
+        self._folder = folder
+        self._process = process
+
+    def result(self, estimator: Any) -> Any | None:
+        """``estimator`` (unfitted, built as the child built its own) loaded with the child's
+        fit; None where the child failed (the caller then fits in this process)."""
+        try:
+            self._process.wait()
+            out = Path(self._folder.name) / "fit.npz"
+            if self._process.returncode != 0 or not out.exists():
+                return None
+            with np.load(out, allow_pickle=False) as arrays:
+                return estimator.load_arrays(arrays, PREFIX)
+        except (OSError, ValueError, KeyError):
+            return None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the child if it still runs, and delete its folder."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._folder.cleanup()
+
+
+def start_child_fit(params: dict[str, Any], encoder_state: dict[str, Any], X: np.ndarray,
+                    y: np.ndarray, groups: np.ndarray) -> ChildFit | None:
+    """Start fitting ``PerformanceModel(**params)``'s accuracy surrogate on ``X, y, groups`` in
+    a child process; None where it cannot start."""
+    folder = tempfile.TemporaryDirectory(prefix="dltune-fit-")
+    try:
+        path = Path(folder.name)
+        (path / "job.json").write_text(json.dumps({"params": params, "encoder": encoder_state},
+                                                  default=float))
+        np.savez(path / "inputs.npz", X=np.asarray(X, dtype=np.float64),
+                 y=np.asarray(y, dtype=np.float64), groups=np.asarray(groups).astype(str))
+        # This dltune, wherever it is imported from (an installed package or a checkout).
+        root = str(Path(__file__).resolve().parents[2])
+        code = ("import sys\nif sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
+                "from dltune.surrogate._child import _main\n_main(sys.argv[2])")
+        # One thread per process: the parent fits beside it with one too (more oversubscribe
+        # the cores, and OpenMP's spinning threads then slow both fits).
+        env = dict(os.environ, **{v: "1" for v in _THREAD_VARIABLES})
+        process = subprocess.Popen([sys.executable, "-c", code, root, str(path)],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, env=env)
+    except (OSError, ValueError):
+        folder.cleanup()
+        return None
+    return ChildFit(folder, process)
+
+
+def _main(folder: str) -> None:
+    from dltune.surrogate._features import FeatureEncoder
+    from dltune.surrogate._model import PerformanceModel
+
+    path = Path(folder)
+    job = json.loads((path / "job.json").read_text())
+    with np.load(path / "inputs.npz", allow_pickle=False) as arrays:
+        X, y, groups = arrays["X"], arrays["y"], arrays["groups"]
+    encoder = FeatureEncoder.from_state(job["encoder"])
+    estimator = PerformanceModel(**job["params"])._estimators(encoder)[0]
+    estimator.fit(X, y, groups)
+    tmp = path / "fit.tmp.npz"
+    np.savez(tmp, **estimator.to_arrays(PREFIX))
+    tmp.replace(path / "fit.npz")
