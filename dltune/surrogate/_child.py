@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,30 +37,52 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 class ChildFit:
     """A fit running in a child process; :meth:`result` waits for it."""
 
-    def __init__(self, folder: tempfile.TemporaryDirectory, process: subprocess.Popen) -> None:
+    def __init__(self, folder: tempfile.TemporaryDirectory, process: subprocess.Popen,
+                 stderr: Any = None) -> None:
         self._folder = folder
         self._process = process
+        self._stderr = stderr  # the child's error output, open for it (folder/stderr.txt)
 
     def result(self, estimator: Any) -> Any | None:
         """``estimator`` (unfitted, built as the child built its own) loaded with the child's
-        fit; None where the child failed (the caller then fits in this process)."""
+        fit; None, with a warning that says why, where the child failed (the caller then fits
+        in this process)."""
+        folder = Path(self._folder.name)
         try:
-            self._process.wait()
-            out = Path(self._folder.name) / "fit.npz"
-            if self._process.returncode != 0 or not out.exists():
-                return None
-            with np.load(out, allow_pickle=False) as arrays:
-                return estimator.load_arrays(arrays, PREFIX)
-        except (OSError, ValueError, KeyError):
+            try:
+                self._process.wait()
+                out = folder / "fit.npz"
+                if self._process.returncode == 0 and out.exists():
+                    with np.load(out, allow_pickle=False) as arrays:
+                        return estimator.load_arrays(arrays, PREFIX)
+                why = f"exited with status {self._process.returncode}"
+            except (OSError, ValueError, KeyError) as error:
+                why = f"left a fit that cannot be read ({error})"
+            try:
+                lines = (folder / "stderr.txt").read_text(errors="replace").strip().splitlines()
+            except OSError:
+                lines = []
+            warnings.warn(f"The second process fitting the accuracy surrogate {why}"
+                          + (f": {lines[-1]}" if lines else "")
+                          + "; it is fitted in this process instead.", RuntimeWarning, stacklevel=3)
             return None
         finally:
             self.close()
+
+    def __del__(self) -> None:  # a fit abandoned without result() or close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001  at interpreter exit, anything may be gone
+            pass
 
     def close(self) -> None:
         """Stop the child if it still runs, and delete its folder."""
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
         self._folder.cleanup()
 
 
@@ -81,13 +104,18 @@ def start_child_fit(params: dict[str, Any], encoder_state: dict[str, Any], X: np
         # One thread per process: the parent fits beside it with one too (more oversubscribe
         # the cores, and OpenMP's spinning threads then slow both fits).
         env = dict(os.environ, **{v: "1" for v in _THREAD_VARIABLES})
-        process = subprocess.Popen([sys.executable, "-c", code, root, str(path)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, env=env)
+        stderr = open(path / "stderr.txt", "wb")  # noqa: SIM115  closed by ChildFit.close
+        try:
+            process = subprocess.Popen([sys.executable, "-c", code, root, str(path)],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=stderr, env=env)
+        except BaseException:
+            stderr.close()
+            raise
     except (OSError, ValueError):
         folder.cleanup()
         return None
-    return ChildFit(folder, process)
+    return ChildFit(folder, process, stderr)
 
 
 def _main(folder: str) -> None:

@@ -1002,6 +1002,7 @@ def test_the_accuracy_fit_in_a_second_process_is_the_same_to_the_last_bit(tiny_k
 def test_a_failed_child_fit_is_done_here_and_a_failed_fit_stops_the_child(tiny_kb, monkeypatch):
     import subprocess
     import sys
+    import tempfile
 
     from dltune.surrogate import _child
 
@@ -1010,16 +1011,19 @@ def test_a_failed_child_fit_is_done_here_and_a_failed_fit_stops_the_child(tiny_k
 
     def child(code):
         def start(*args):
-            folder = __import__("tempfile").TemporaryDirectory()
-            fit = _child.ChildFit(folder, subprocess.Popen([sys.executable, "-c", code]))
+            folder = tempfile.TemporaryDirectory()
+            err = open(Path(folder.name) / "stderr.txt", "wb")  # noqa: SIM115  the fit closes it
+            fit = _child.ChildFit(folder, subprocess.Popen([sys.executable, "-c", code], stderr=err), err)
             started.append(fit)
             return fit
         return start
 
     started = []
-    monkeypatch.setattr(_child, "start_child_fit", child("raise SystemExit(3)"))
-    there = _arrays(PerformanceModel(max_iter=20, n_jobs=2).fit(records))
-    assert started[0]._process.returncode == 3
+    monkeypatch.setattr(_child, "start_child_fit", child("import sys; sys.exit('no scikit-learn here')"))
+    with pytest.warns(RuntimeWarning, match="The second process fitting the accuracy surrogate exited "
+                      "with status 1: no scikit-learn here; it is fitted in this process instead."):
+        there = _arrays(PerformanceModel(max_iter=20, n_jobs=2).fit(records))
+    assert started[0]._process.returncode == 1
     assert all(np.array_equal(here[k], there[k]) for k in here)
 
     started.clear()
@@ -1038,3 +1042,13 @@ def test_a_failed_child_fit_is_done_here_and_a_failed_fit_stops_the_child(tiny_k
 def test_n_jobs_is_checked():
     with pytest.raises(ParameterError, match="The 'n_jobs' parameter must be an int in \\[1, 10000\\]. Got 0"):
         PerformanceModel(n_jobs=0).fit([])
+
+
+def test_a_real_child_that_fails_says_why(model):
+    from dltune.surrogate._child import start_child_fit
+
+    fit = start_child_fit({"no_such_parameter": 1}, model.encoder_.to_state(), np.zeros((4, 2)),
+                          np.zeros(4), np.array(["a", "a", "b", "b"]))
+    with pytest.warns(RuntimeWarning, match="exited with status 1: TypeError: .*no_such_parameter"):
+        assert fit.result(model._estimators(model.encoder_)[0]) is None
+    assert not Path(fit._folder.name).exists()
