@@ -228,3 +228,26 @@ def test_a_pair_of_arrays_is_split_into_a_stratified_holdout():
         holdout_split(x, y, test_fraction=1.5)
     with pytest.raises(ParameterError, match=r"or a pair \(x, y\)\. Got a tuple of 3 instead"):
         as_workload((x, y, x))
+
+
+@pytest.mark.parametrize("layout", ["C float32", "Fortran float64", "uint8", "reversed rows", "constant"])
+def test_normalise_leaves_the_inputs_and_gives_the_step_by_step_values(layout):
+    from dltune.data._dataset import normalise
+
+    rng = np.random.default_rng(0)
+    x = {"C float32": rng.random((300, 3, 8, 8), dtype=np.float32),
+         "Fortran float64": np.asfortranarray(rng.random((300, 3, 8, 8))),
+         "uint8": (rng.random((300, 3, 8, 8)) * 255).astype(np.uint8),
+         "reversed rows": rng.random((300, 3, 8, 8))[:, :, ::-1, :],
+         "constant": np.full((300, 3, 8, 8), 7.0)}[layout]
+    x_test = x[:40][::-1]
+    before, before_test = x.copy(), x_test.copy()
+    train, test = normalise(x, x_test)
+    assert np.array_equal(x, before) and np.array_equal(x_test, before_test)  # not written to
+    # The values of the form it replaced, to the last bit (data sets' fingerprints depend on them).
+    mean = x.astype(np.float32).mean(axis=(0, 2, 3), keepdims=True)
+    std = x.astype(np.float32).std(axis=(0, 2, 3), keepdims=True)
+    std[std == 0] = 1.0
+    for got, raw in ((train, x), (test, x_test)):
+        assert got.dtype == np.float32 and got.flags["C_CONTIGUOUS"]
+        assert np.array_equal(got, (raw.astype(np.float32) - mean) / std)
