@@ -99,5 +99,6 @@ def _recommend(normalise_as: str, n_train: int) -> None:
             times.append(time.perf_counter() - started)
     print(f"{times[0]:.2f} / {times[1]:.2f}")
 
+
 if __name__ == "__main__":
     main()

@@ -131,9 +131,10 @@ def _compute_landmarks(x_train, y_train, x_test, y_test) -> dict[str, float]:
 def normalise(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Standardise each channel with the train split's mean and standard deviation.
 
-    The caller's arrays are left as they are; each is copied once and standardised in place (a
-    60,000 x 28 x 28 train split: 0.09-0.15 s against 0.5-1.2 s with a new array per step), in
-    its own memory order, so the sums, and so the values, are those of the step-by-step form.
+    The caller's arrays are left as they are; each is copied once and standardised in place, in
+    its own memory order, so the sums, and so the values, are those of the step-by-step form (a
+    new array per step) to the last bit. ``benchmarks/array_workload_speed.py``: 0.09-0.10 s
+    against 0.81-1.09 s on fresh memory for 60,000 + 10,000 samples of 28 x 28.
     """
     x_train = np.array(x_train, dtype=np.float32)
     x_test = np.array(x_test, dtype=np.float32)

@@ -287,8 +287,8 @@ def _touch(path: Path) -> None:
         pass  # a read-only cache: pruning then goes by when each fit was written
 
 
-def _prune(folder: Path, keep: int) -> list[Path]:
-    """Delete all but the ``keep`` most recently used fits in ``folder``; the deleted paths."""
+def _prune(folder: Path, keep: int) -> None:
+    """Delete all but the ``keep`` most recently used fits in ``folder``."""
     fits = []
     for path in folder.glob("*.npz"):
         if path.name.endswith(".tmp.npz"):
@@ -297,14 +297,11 @@ def _prune(folder: Path, keep: int) -> list[Path]:
             fits.append((path.stat().st_mtime, path.name, path))
         except OSError:
             continue  # deleted meanwhile by another process
-    gone = []
     for _, _, path in sorted(fits, reverse=True)[keep:]:
         try:
             path.unlink()
-            gone.append(path)
         except OSError:
-            pass
-    return gone
+            pass  # deleted meanwhile by another process
 
 
 def _extra_records(records: Iterable[Any] | None) -> list[dict[str, Any]]:
