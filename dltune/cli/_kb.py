@@ -63,6 +63,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                           help="score the knowledge base only")
     validate.add_argument("--objective", choices=("accuracy", "time", "balanced"), default="accuracy",
                           help="the objective the regret's pick is made for (default: accuracy)")
+    validate.add_argument("--own-runs", type=int, default=0, metavar="K",
+                          help="as after a short tune: fit on K runs of each held-out workload "
+                               "(configurations drawn at random) and score on its others (default: 0)")
+    validate.add_argument("--seed", type=int, default=0,
+                          help="which configurations --own-runs draws (default: 0)")
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.set_defaults(func=run_validate)
 
@@ -216,6 +221,7 @@ def run_validate(args: argparse.Namespace) -> int:
         calibrations = [*calibration_records(), *calibrations]
     calibrations = calibrations or False
     report = validate_kb(records=args.records, objective=args.objective, calibrations=calibrations,
+                         own_runs=args.own_runs, seed=args.seed,
                          progress=True)  # on stderr: --json's stdout stays the JSON alone
     if args.json:
         print_json(report.to_dict())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from dltune._errors import ParameterError
-from dltune._validation import check_choice
+from dltune._validation import check_choice, check_int
 
 __all__ = ["ValidationReport", "validate_calibrations", "validate_kb"]
 
@@ -30,11 +31,13 @@ class ValidationReport:
     seconds: float
     bars: dict[str, float] = field(default_factory=lambda: dict(BARS))
     calibrations: list[dict[str, Any]] = field(default_factory=list)
+    own_runs: int = 0
+    seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"workloads": self.workloads, "overall": self.overall, "objective": self.objective,
                 "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars,
-                "calibrations": self.calibrations}
+                "calibrations": self.calibrations, "own_runs": self.own_runs, "seed": self.seed}
 
     def table(self) -> str:
         from dltune.cli._common import format_table
@@ -94,6 +97,12 @@ class ValidationReport:
         if len(by_machine) > 1:
             verdicts.append("train-time MAPE by machine: " + ", ".join(
                 f"{m} {v:.1f}%" for m, v in sorted(by_machine.items())))
+        if self.own_runs:
+            verdicts.append(
+                f"{self.own_runs} runs of each held-out workload (configurations drawn with seed "
+                f"{self.seed}) fitted on with the other workloads, its other runs scored; the pick "
+                f"was one of those {self.own_runs} on {sum(r['picked_own_run'] for r in self.workloads)} "
+                f"of {len(self.workloads)} workloads")
         text += "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
         if self.calibrations:
             text += ("\n\nCalibrations, leave one calibration workload out: the held-out workload's "
@@ -149,12 +158,9 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 
 def _repeat_pairs(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Pairs of records of one configuration that differ only in the seed (the build's repeats)."""
-    by_config: dict[str, list[dict[str, Any]]] = {}
-    for d in records:
-        config = {k: v for k, v in d["config"].items() if k != "seed"}
-        by_config.setdefault(json.dumps(config, sort_keys=True, default=str), []).append(d)
     pairs = []
-    for group in by_config.values():
+    for indices in _by_config(records).values():
+        group = [records[i] for i in indices]
         # Of runs with the same seed, the one in a warm worker (a fresh process also imports
         # its framework and warms its caches: not the seed's noise).
         group = sorted(group, key=lambda d: -((d.get("metrics") or {}).get("import_time_s") or 0))
@@ -165,7 +171,36 @@ def _repeat_pairs(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any
     return pairs
 
 
-def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0) -> dict[str, Any]:
+def _config_key(record: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in record["config"].items() if k != "seed"}, sort_keys=True, default=str)
+
+
+def _by_config(records: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Indices of the records of each configuration (the seed aside), in the records' order."""
+    out: dict[str, list[int]] = {}
+    for i, d in enumerate(records):
+        out.setdefault(_config_key(d), []).append(i)
+    return out
+
+
+def _own_runs(held: list[dict[str, Any]], k: int, seed: int, label: str) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """``k`` of ``held``'s configurations drawn at random, one run of each (its first on
+    record), as a short tune of the workload would have measured them; and which of ``held``'s
+    runs are of other configurations (those scored). The draw depends on ``seed`` and the
+    workload alone, not on which other workloads are held out."""
+    scored = np.ones(len(held), dtype=bool)
+    if k == 0:
+        return [], scored
+    groups = list(_by_config(held).values())
+    rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
+    drawn = sorted(rng.choice(len(groups), size=k, replace=False))
+    for g in drawn:
+        scored[groups[g]] = False
+    return [held[groups[g][0]] for g in drawn], scored
+
+
+def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0,
+           scored: np.ndarray | None = None) -> dict[str, Any]:
     """What repeats say is reachable: the time error of a perfect predictor of the mean of two
     runs, the accuracy rank correlation left once each run carries the seed noise, and the
     regret left (:func:`_regret_floor`).
@@ -178,7 +213,8 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     of n samples measures in steps of 1/n, and an easy workload puts many runs at exactly
     100 %): the draws break every tie, so where the noise is 0 the ceiling is the most that
     any predictor without ties can reach (``accuracy_tied_top_pct`` says how many runs share
-    the best measured accuracy).
+    the best measured accuracy). With ``scored`` (a mask of ``records``), the ceiling and the
+    ties are those of the scored runs; the noise and the regret floor are of them all.
     """
     pairs = _repeat_pairs(records)
     if not pairs:
@@ -190,13 +226,14 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     diff = np.array([a["metrics"]["test_accuracy"] - b["metrics"]["test_accuracy"] for a, b in pairs])
     sigma = float(np.median(np.abs(diff)) / 0.6745 / math.sqrt(2))
     rng = np.random.default_rng(seed)
+    ranked = accuracy if scored is None else accuracy[scored]
     # A jitter far below one test sample breaks the ties that noise 0 would leave.
-    draws = [_spearman(accuracy, accuracy + rng.normal(0.0, sigma, len(accuracy))
-                       + rng.uniform(0.0, 1e-9, len(accuracy))) for _ in range(50)]
+    draws = [_spearman(ranked, ranked + rng.normal(0.0, sigma, len(ranked))
+                       + rng.uniform(0.0, 1e-9, len(ranked))) for _ in range(50)]
     draws = [d for d in draws if d is not None]
     return {"repeats": len(pairs), "repeat_time_ape_pct": 100 * float(ape.mean()),
             "accuracy_noise_points": 100 * sigma,
-            "accuracy_tied_top_pct": 100 * float(np.mean(accuracy == accuracy.max())),
+            "accuracy_tied_top_pct": 100 * float(np.mean(ranked == ranked.max())),
             "accuracy_spearman_ceiling": float(np.mean(draws)) if draws else None,
             "regret_floor_points": _regret_floor(accuracy, sigma, seed)}
 
@@ -340,6 +377,8 @@ def validate_kb(
     calibrate: bool = True,
     calibrations: Sequence[Any] | bool = False,
     progress: bool = False,
+    own_runs: int = 0,
+    seed: int = 0,
 ) -> ValidationReport:
     """Leave-one-workload-out: for each workload, fit on the others and score on it.
 
@@ -369,7 +408,15 @@ def validate_kb(
         calibrations: also score calibrations (:func:`validate_calibrations`): True for the
             cache's and the shipped ones, or calibration records / files.
         progress: a progress bar on stderr, one step per held-out workload (each a fit of the
-            surrogates: about 12 s on 2 cores with the shipped knowledge base).
+            surrogates: about 8 s on 2 cores with the shipped knowledge base).
+        own_runs: as after a short ``tune`` of the held-out workload: this many of its
+            configurations, drawn at random (``seed``), are measured, one run each, and fitted
+            on with the other workloads; every run of those configurations is then left out of
+            the scores but the regret's (the pick is made among all of the workload's
+            configurations, the drawn ones too, as ``recommend`` would rank them). A workload
+            with fewer than ``own_runs + min_records`` configurations is not held out. 0 (the
+            default): leave-one-workload-out.
+        seed: which configurations ``own_runs`` draws.
     """
     from dltune.hardware import cpu_identity
     from dltune.kb._store import load_shipped_records
@@ -379,6 +426,8 @@ def validate_kb(
     from dltune.surrogate._model import blas_kernels, display_name, epochs_ran, workload_label
 
     check_choice("objective", objective, OBJECTIVES)
+    check_int("own_runs", own_runs, 0)
+    check_int("seed", seed, 0)
     started = time.monotonic()
     loaded: list[Any] = load_shipped_records() if records is None else _load(records)
     data = usable_records(loaded)
@@ -394,7 +443,12 @@ def validate_kb(
     mem_covered: list[bool] = []
     mem_errors: list[float] = []
     machine_errors: dict[str, list[float]] = {}
-    held_out = [(label, held) for label, held in sorted(groups.items()) if len(held) >= min_records]
+    held_out = [(label, held) for label, held in sorted(groups.items())
+                if len(held) >= min_records and len(_by_config(held)) >= own_runs + min_records]
+    if not held_out:
+        raise ParameterError(
+            f"No workload has {own_runs + min_records} configurations or more to hold out with "
+            f"'own_runs' {own_runs} (the most any has: {max(len(_by_config(g)) for g in groups.values())}).")
     bar = None
     if progress:
         import sys
@@ -405,7 +459,8 @@ def validate_kb(
     for label, held in held_out:
         if bar is not None:
             bar.set_postfix_str(display_name(held[0]["workload"]))
-        train = [d for other, ds in groups.items() if other != label for d in ds]
+        given, scored = _own_runs(held, own_runs, seed, label)
+        train = [d for other, ds in groups.items() if other != label for d in ds] + given
         model = PerformanceModel(calibrate=calibrate).fit(train)
         held_rows = [record_row(d) for d in held]
         # As recommend sees it: flagged out of distribution or not, with its intervals widened
@@ -425,11 +480,23 @@ def validate_kb(
         t_pred = model.widen(model.predict(ran_rows), meta, hardware)[0] if stopped.any() else pred
         t_true = np.array([d["metrics"]["train_time_s"] for d in held])
         a_true = np.array([d["metrics"]["test_accuracy"] for d in held])
+        # The pick is made among all of the workload's configurations (the drawn own runs too);
+        # the rest is scored on the runs the fit has not seen (all of them without own runs).
+        chosen = pick(objective, sure, learnt["train_time_s"])
+        best = int(np.lexsort((t_true, -a_true))[0])
+        regret = round(100 * float(a_true[best] - a_true[chosen]), 9)
+        place = 1 + int((a_true > a_true[chosen]).sum())
+        time_ratio = float(t_true[chosen] / t_true[best])
+        picked = {k: held[chosen]["config"][k] for k in
+                  ("framework", "optimizer", "learning_rate", "batch_size", "epochs")}
+        noise = _noise(held, a_true, scored=scored)
+        held_all, held = held, [d for d, s in zip(held, scored, strict=True) if s]
+        pred = {k: v[scored] for k, v in pred.items()}
+        t_pred = {k: v[scored] for k, v in t_pred.items()}
+        stopped, t_true, a_true = stopped[scored], t_true[scored], a_true[scored]
         rel = np.abs(t_pred["train_time_s"] - t_true) / t_true
         rel_configured = np.abs(pred["train_time_s"] - t_true) / t_true
         inside = (t_true >= t_pred["train_time_s_low"]) & (t_true <= t_pred["train_time_s_high"])
-        chosen = pick(objective, sure, learnt["train_time_s"])
-        best = int(np.lexsort((t_true, -a_true))[0])
         errors.extend(rel.tolist())
         # Which machine measured the held-out runs (a build resumed on another machine holds
         # two), with the BLAS kernels that tell apart machines of one CPU identity.
@@ -446,14 +513,15 @@ def validate_kb(
         # Peak memory of the runs made in a new worker process: what the memory model predicts
         # (a reused worker's is the high-water mark of the runs before it).
         m_true = np.array([d["metrics"].get("peak_rss_mb") or np.nan for d in held], dtype=float)
-        scored = np.array([ran_in_new_process(d) and memory_as_now(d) for d in held]) & np.isfinite(m_true)
-        m_true, m_low, m_high = m_true[scored], pred["peak_rss_mb_low"][scored], pred["peak_rss_mb_high"][scored]
+        fresh = np.array([ran_in_new_process(d) and memory_as_now(d) for d in held]) & np.isfinite(m_true)
+        m_true, m_low, m_high = m_true[fresh], pred["peak_rss_mb_low"][fresh], pred["peak_rss_mb_high"][fresh]
         mem_inside = (m_true >= m_low) & (m_true <= m_high)
-        mem_rel = np.abs(pred["peak_rss_mb"][scored] - m_true) / m_true
+        mem_rel = np.abs(pred["peak_rss_mb"][fresh] - m_true) / m_true
         mem_covered.extend(mem_inside.tolist())
         mem_errors.extend(mem_rel.tolist())
         rows.append({
             "workload": display_name(held[0]["workload"]), "label": label, "n": len(held),
+            "own_runs": len(given),
             "machine": " + ".join(sorted(set(identities), key=identities.index)),
             "frameworks": sorted({d["config"]["framework"] for d in held}),
             "out_of_distribution": bool(ood),
@@ -471,17 +539,17 @@ def validate_kb(
             "memory_runs": int(len(mem_inside)),
             "accuracy_spearman": _spearman(pred["accuracy"], a_true),
             "train_time_spearman": _spearman(pred["train_time_s"], t_true),
-            "best_measured_accuracy": float(a_true[best]),
-            "picked_accuracy": float(a_true[chosen]),
-            "picked_config": {k: held[chosen]["config"][k] for k in
-                              ("framework", "optimizer", "learning_rate", "batch_size", "epochs")},
+            "best_measured_accuracy": float(held_all[best]["metrics"]["test_accuracy"]),
+            "picked_accuracy": float(held_all[chosen]["metrics"]["test_accuracy"]),
+            "picked_config": picked,
+            "picked_own_run": bool(not scored[chosen]),
             # Rounded: accuracies are steps of 1 / test samples, and 0.98 below 1.0 is 2 points,
             # not 2.0000000000000018.
-            "regret_points": round(100 * float(a_true[best] - a_true[chosen]), 9),
-            # 1 + how many of the workload's runs measured more accurate than the pick.
-            "picked_place": 1 + int((a_true > a_true[chosen]).sum()),
-            "picked_time_ratio": float(t_true[chosen] / t_true[best]),
-            **_noise(held, a_true),
+            "regret_points": regret,
+            # 1 + how many of the workload's runs (all of them) measured more accurate than the pick.
+            "picked_place": place,
+            "picked_time_ratio": time_ratio,
+            **noise,
         })
         if bar is not None:
             bar.update()
@@ -516,4 +584,4 @@ def validate_kb(
     checked = [] if calibrations is False else validate_calibrations(
         loaded, None if calibrations is True else calibrations, calibrate=calibrate)
     return ValidationReport(rows, overall, objective, len(data), time.monotonic() - started,
-                            calibrations=checked)
+                            calibrations=checked, own_runs=own_runs, seed=seed)

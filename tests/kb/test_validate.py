@@ -275,3 +275,74 @@ def test_cli_calibrate_plan_repeats_the_reference_suites_first_configurations(cl
     assert {r["workload"] for r in rows} == {"digits-mlp", "digits-lenet",
                                              "synthetic[channels=3,classes=10,difficulty=0.4,height=32,"
                                              "n_test=200,n_train=800,width=32]-cifar_quick"}
+
+
+def test_own_runs_are_drawn_per_configuration_and_left_out_of_the_scores(tiny_kb):
+    """``own_runs``: k configurations of the held-out workload drawn at random, one run of each
+    fitted on; every run of those configurations left out of the scores."""
+    from dltune.kb._validate import _by_config, _config_key, _own_runs
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    label = workload_label(records[0])
+    held = [d for d in records if workload_label(d) == label]
+    given, scored = _own_runs(held, 3, 0, label)
+    keys = {_config_key(d) for d in given}
+    assert len(given) == len(keys) == 3 and all(any(d is h for h in held) for d in given)
+    # Scored: exactly the runs of the configurations not drawn.
+    assert scored.tolist() == [_config_key(d) not in keys for d in held]
+    # One run per configuration, its first on record.
+    groups = _by_config(held)
+    assert all(held[groups[_config_key(d)][0]] is d for d in given)
+    # The draw depends on the seed and the workload alone.
+    again, _ = _own_runs(list(held), 3, 0, label)
+    assert [_config_key(d) for d in again] == [_config_key(d) for d in given]
+    draws = {tuple(sorted(_config_key(d) for d in _own_runs(held, 3, s, label)[0])) for s in range(6)}
+    assert len(draws) > 1
+    assert _own_runs(held, 0, 0, label)[0] == [] and _own_runs(held, 0, 0, label)[1].all()
+
+
+def test_validation_with_own_runs_fits_on_them(tiny_kb, monkeypatch):
+    from dltune.kb._validate import _config_key
+    from dltune.surrogate import PerformanceModel
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    fitted: list[list[dict]] = []
+    fit = PerformanceModel.fit
+
+    def spy(self, train, *args, **kwargs):
+        fitted.append(list(train))
+        return fit(self, train, *args, **kwargs)
+
+    monkeypatch.setattr(PerformanceModel, "fit", spy)
+    report = validate_kb(records, calibrate=False, own_runs=2, seed=1)
+    assert report.own_runs == 2 and report.to_dict()["own_runs"] == 2
+    assert len(report.workloads) == len(fitted) == 3
+    for row, train in zip(report.workloads, fitted, strict=True):
+        held = [d for d in records if workload_label(d) == row["label"]]
+        own = [d for d in train if workload_label(d) == row["label"]]
+        # The fit saw 2 runs of the held-out workload, of 2 configurations, and every run of
+        # the other workloads; the scores count the runs of its other configurations.
+        assert row["own_runs"] == 2 and len({_config_key(d) for d in own}) == len(own) == 2
+        assert len(train) == len(records) - len(held) + 2
+        keys = {_config_key(d) for d in own}
+        assert row["n"] == sum(_config_key(d) not in keys for d in held)
+        # The pick is made among all of its configurations: the regret counts them all.
+        best = max(d["metrics"]["test_accuracy"] for d in held)
+        assert row["best_measured_accuracy"] == best
+        assert row["regret_points"] == pytest.approx(100 * (best - row["picked_accuracy"]))
+        assert isinstance(row["picked_own_run"], bool)
+    text = report.table()
+    assert "2 runs of each held-out workload (configurations drawn with seed 1) fitted on" in text
+    picks = sum(r["picked_own_run"] for r in report.workloads)
+    assert f"the pick was one of those 2 on {picks} of 3 workloads" in text
+
+
+def test_own_runs_checked(tiny_kb, cli):
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    with pytest.raises(ParameterError, match="The 'own_runs' parameter must be an int in"):
+        validate_kb(records, own_runs=-1)
+    with pytest.raises(ParameterError, match=r"No workload has 1003 configurations or more to hold "
+                                             r"out with 'own_runs' 1000 \(the most any has: \d+\)"):
+        validate_kb(records, own_runs=1000)
+    done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--own-runs", "1000")
+    assert done.returncode != 0 and "'own_runs' 1000" in done.stderr and "Traceback" not in done.stderr
