@@ -199,6 +199,22 @@ def _own_runs(held: list[dict[str, Any]], k: int, seed: int, label: str) -> tupl
     return [held[groups[g][0]] for g in drawn], scored
 
 
+def _measured(model: Any, held: list[dict[str, Any]]) -> Any:
+    """The runs of ``held`` whose configuration the model measured on their workload, as
+    ``recommend``'s measured candidates (:class:`~dltune.recommend._recommend.Measured`), or None."""
+    from dltune.recommend._recommend import Measured
+    from dltune.surrogate._model import measured_key
+
+    w = held[0]["workload"]
+    runs, sigma = model.measured_runs(w.get("fingerprint"), w.get("model") or w["meta"].get("model"))
+    by_key = {measured_key(m["config"]): m for m in runs}
+    hits = [(i, by_key[k]) for i, d in enumerate(held) if (k := measured_key(d["config"])) in by_key]
+    if not hits:
+        return None
+    return Measured.of(model, [i for i, _ in hits], [m["accuracy"] for _, m in hits],
+                       [m["runs"] for _, m in hits], sigma, len({id(m) for _, m in hits}))
+
+
 def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0,
            scored: np.ndarray | None = None) -> dict[str, Any]:
     """What repeats say is reachable: the time error of a perfect predictor of the mean of two
@@ -471,7 +487,14 @@ def validate_kb(
         # As recommend picks: by the low end of the accuracy interval as learnt (not widened),
         # with the consensus of the other workloads of its model where it is unlike them.
         sure, share, band = model.ranking_accuracy(held_rows, meta, learnt["accuracy_low"])
+        # The configurations measured on it (its own runs, if any) take the accuracy they
+        # measured and the interval of one more run, as recommend's measured candidates do.
+        measured = _measured(model, held)
+        if measured is not None:
+            learnt = measured.apply(learnt, sure)
         pred, _ = model.widen(learnt, meta, hardware, consensus=band)
+        if measured is not None:
+            pred = measured.apply(pred)
         # The time model is asked about the epochs each run trained: a run stopped early
         # (diverged) took the time of the epochs it ran, which no time model can foresee from
         # the configuration. ``as configured`` scores the configured epochs too.

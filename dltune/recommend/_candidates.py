@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -9,9 +10,10 @@ import numpy as np
 
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 
-__all__ = ["candidate_configs"]
+__all__ = ["candidate_configs", "candidate_threads", "measured_candidates"]
 
 _BATCHES = (16, 32, 64, 128, 256)
+_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def _threads(n: int, usable: int) -> ThreadConfig:
@@ -19,6 +21,30 @@ def _threads(n: int, usable: int) -> ThreadConfig:
     if n >= usable:
         return ThreadConfig.uniform(n)
     return ThreadConfig(intra_op=n, inter_op=1, blas=n, cores=n)
+
+
+def candidate_threads(usable_cores: int) -> list[ThreadConfig]:
+    """The thread settings candidates try: 1 thread, 2 (the most the shipped knowledge base
+    measured) and every usable core."""
+    return [_threads(n, usable_cores) for n in sorted({1, min(2, usable_cores), usable_cores})]
+
+
+def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str],
+                        usable_cores: int) -> tuple[list[TrainConfig], list[int]]:
+    """Configurations measured on the workload (``PerformanceModel.measured_runs``) as
+    candidates: each of the requested frameworks' CPU ones once per thread setting; and which
+    measured configuration each candidate is."""
+    configs, which = [], []
+    for i, m in enumerate(measured):
+        config = dict(m["config"])
+        if config.get("framework") not in frameworks or config.pop("device", "cpu") != "cpu":
+            continue
+        # Fields this TrainConfig knows (a record of another dltune version may hold others).
+        base = TrainConfig.from_dict({k: v for k, v in config.items() if k in _FIELDS})
+        for threads in candidate_threads(usable_cores):
+            configs.append(base.replace(threads=threads))
+            which.append(i)
+    return configs, which
 
 
 def candidate_configs(
@@ -37,8 +63,7 @@ def candidate_configs(
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
     epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, 4).round().astype(int).tolist()})
-    # 1 thread, 2 (the most the shipped knowledge base measured) and every usable core.
-    threads = sorted({1, min(2, usable_cores), usable_cores})
+    threads = candidate_threads(usable_cores)
     per_cell = max(1, n_per_framework // (len(OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []
     for framework in frameworks:
@@ -48,12 +73,12 @@ def candidate_configs(
             lrs = [round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))), 6) for u in grid]
             for batch in _BATCHES:
                 for n_epochs in epochs:
-                    for n_threads in threads:
+                    for thread_config in threads:
                         for lr in lrs:
                             configs.append(TrainConfig(
                                 framework=framework, optimizer=optimizer, learning_rate=lr,
                                 momentum=0.9, batch_size=batch, epochs=int(n_epochs),
-                                threads=_threads(n_threads, usable_cores),
+                                threads=thread_config,
                             ))
         configs.extend(_presets(framework, dataset_kind, high_e, usable_cores))
     return configs

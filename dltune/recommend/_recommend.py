@@ -13,7 +13,7 @@ import numpy as np
 from dltune._errors import DltuneError, ParameterError
 from dltune._validation import check_choice, check_float, check_int
 from dltune.config import TrainConfig
-from dltune.recommend._candidates import candidate_configs, describe
+from dltune.recommend._candidates import candidate_configs, describe, measured_candidates
 
 __all__ = ["Candidate", "Recommendation", "recommend", "OBJECTIVES", "pick", "alternatives_of"]
 
@@ -45,6 +45,38 @@ ALTERNATIVES_WITHIN = 0.05
 _hardware_cache: dict[str, Any] = {}
 
 
+class Measured(NamedTuple):
+    """Candidates measured on the workload: their indices, how many runs (distinct seeds) each
+    measured, and the accuracy of one more run, ``(point, low, high)``: the measured mean and
+    its interval given the workload's seed noise (``PerformanceModel.measured_interval``)."""
+
+    index: np.ndarray
+    runs: np.ndarray
+    accuracy: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    sigma: float
+    configs: int  # how many measured configurations (each a candidate per thread setting)
+
+    @classmethod
+    def of(cls, perf: Any, index: Any, accuracy: Any, runs: Any, sigma: float, configs: int) -> Measured:
+        low, high = perf.measured_interval(accuracy, runs, sigma)
+        return cls(np.asarray(index, dtype=int), np.asarray(runs, dtype=int),
+                   np.asarray(accuracy, dtype=float), low, high, float(sigma), configs)
+
+    def apply(self, pred: dict[str, np.ndarray], sure: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """``pred`` with the measured candidates' accuracy (and ``sure``, what they are ranked
+        by, set to its low end in place): what was measured, not what is predicted."""
+        pred = dict(pred)
+        for key, values in (("accuracy", self.accuracy), ("accuracy_low", self.low),
+                            ("accuracy_high", self.high)):
+            pred[key] = pred[key].copy()
+            pred[key][self.index] = values
+        if sure is not None:
+            sure[self.index] = self.low
+        return pred
+
+
 class _Predicted(NamedTuple):
     """What the memo keeps per question: the candidates, their predictions (threads and
     machines hedged, not yet widened), and the accuracy they are ranked by (``ranking_accuracy``)."""
@@ -56,6 +88,7 @@ class _Predicted(NamedTuple):
     sure: np.ndarray
     share: float
     band: tuple[np.ndarray, np.ndarray] | None  # the consensus band, where the workload is unlike
+    measured: Measured | None  # the candidates measured on the workload, where any were
 
 
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
@@ -75,11 +108,12 @@ class Candidate:
     train_time_s: tuple[float, float, float]
     peak_rss_mb: tuple[float, float, float]
     ranked_accuracy: float | None = None
+    measured_runs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "accuracy": list(self.accuracy),
                 "train_time_s": list(self.train_time_s), "peak_rss_mb": list(self.peak_rss_mb),
-                "ranked_accuracy": self.ranked_accuracy}
+                "ranked_accuracy": self.ranked_accuracy, "measured_runs": self.measured_runs}
 
 
 @dataclass
@@ -114,6 +148,7 @@ class Recommendation:
     constraints: dict[str, float] = field(default_factory=dict)
     interval_notes: list[str] = field(default_factory=list)
     ranked_own_share: float = 1.0
+    measured_runs: int = 0
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -132,6 +167,7 @@ class Recommendation:
             "nearest_workloads": [list(n) for n in self.nearest_workloads],
             "hardware_target": self.hardware_target, "n_candidates": self.n_candidates,
             "kb_records": self.kb_records, "ranked_own_share": self.ranked_own_share,
+            "measured_runs": self.measured_runs,
         }
 
     def __str__(self) -> str:
@@ -148,6 +184,9 @@ class Recommendation:
             f"training time {t[0]:.3g} s [{t[1]:.3g}, {t[2]:.3g}], "
             f"peak memory {m[0]:.0f} MB [{m[1]:.0f}, {m[2]:.0f}]",
         ]
+        if self.measured_runs:
+            lines.append(f"  accuracy as measured on this workload ({self.measured_runs} "
+                         f"run{'s' if self.measured_runs > 1 else ''}), with the interval of one more run")
         if self.out_of_distribution:
             lines.append("  OUT OF DISTRIBUTION: " + "; ".join(self.ood_reasons))
         if self.interval_notes:
@@ -159,6 +198,7 @@ class Recommendation:
                 f"epochs={d['epochs']} threads={d['threads']} -> {100 * alt.accuracy[0]:.1f}% "
                 f"(at least {100 * alt.accuracy[1]:.1f}%"
                 + (f", ranked at {100 * alt.ranked_accuracy:.1f}%" if alt.ranked_accuracy is not None else "")
+                + (", measured" if alt.measured_runs else "")
                 + f") in {alt.train_time_s[0]:.3g} s"
             )
         lines.append("  " + self.reason)
@@ -204,8 +244,8 @@ def _check_constraints(constraints: dict[str, Any] | None) -> dict[str, float]:
     return out
 
 
-def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any, dict[str, Any]]:
-    """Data set name, model spec and meta-features of the workload.
+def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any, dict[str, Any], str | None]:
+    """Data set name, model spec, meta-features and data set fingerprint of the workload.
 
     A data set named with its default parameters that the knowledge base measured is not
     loaded at all: its recorded meta-features (landmarks included) are reused, which keeps a
@@ -220,13 +260,14 @@ def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any,
             spec = build_model(model or "lenet", (int(meta["channels"]), int(meta["height"]),
                                                   int(meta["width"])), int(meta["num_classes"]))
             meta.update(spec.cost_features())
-            return workload, spec, meta
+            return workload, spec, meta, perf.named_dataset_fingerprint(workload)
     wl = as_workload(workload, model)
-    meta = perf.workload_meta(wl.dataset.fingerprint())
+    fingerprint = wl.dataset.fingerprint()
+    meta = perf.workload_meta(fingerprint)
     if meta is None:
         meta = wl.meta_features()
     meta.update(wl.model.cost_features())
-    return wl.dataset.name, wl.model, meta
+    return wl.dataset.name, wl.model, meta, fingerprint
 
 
 def pareto_front(accuracy: np.ndarray, time: np.ndarray) -> np.ndarray:
@@ -318,17 +359,26 @@ def recommend(
     hw, local = _resolve_hardware(hardware)
     perf = fitted_model(records=records, storage=storage, kb_path=knowledge_base)
     frameworks = _frameworks(frameworks, perf.frameworks_, local)
-    dataset_name, spec, meta = _resolve_workload(workload, model, perf)
+    dataset_name, spec, meta, fingerprint = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()
     low_e, high_e = perf.config_ranges_["epochs"]
     kind = "cifar10" if spec.input_shape[0] == 3 else "mnist"
-    memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind], sort_keys=True, default=str)
+    memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind, fingerprint, spec.name],
+                          sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key].perf is perf:
-        _, configs, pred, hedge_notes, sure, share, band = _predictions[memo_key]
+        _, configs, pred, hedge_notes, sure, share, band, measured = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind)
+        # The configurations measured on this workload (a `tune`'s or `bench`'s runs, or the
+        # knowledge base's) are candidates too, with the accuracy they measured.
+        runs, sigma = perf.measured_runs(fingerprint, spec.name)
+        extra, which = measured_candidates(runs, frameworks, hw.usable_cores)
+        measured = Measured.of(perf, np.arange(len(configs), len(configs) + len(extra)),
+                               [runs[i]["accuracy"] for i in which],
+                               [runs[i]["runs"] for i in which], sigma, len(set(which))) if extra else None
+        configs = configs + extra
         targets: dict[int | None, dict[str, Any]] = {}
         rows = []
         for config in configs:
@@ -344,6 +394,8 @@ def recommend(
         # the held-out 8x8x1 cifar_quick's pick measured 44.3 points below its best run; by the
         # learnt ones, 30.7; with the consensus, 11.7: docs/recommendation.md, Validation).
         sure, share, band = perf.ranking_accuracy(rows, meta, pred["accuracy_low"])
+        if measured is not None:  # ranked by the low end of one more run's accuracy
+            pred = measured.apply(pred, sure)
         # More threads than this machine was measured at: between no gain and the extrapolation.
         pred, hedge_notes = perf.hedge_threads(pred, rows, hw_dict)
         # A CPU measured on machines that ran at different speeds, which the description
@@ -352,10 +404,15 @@ def recommend(
         hedge_notes = [*hedge_notes, *machine_notes]
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = _Predicted(perf, configs, pred, hedge_notes, sure, share, band)
+        _predictions[memo_key] = _Predicted(perf, configs, pred, hedge_notes, sure, share, band, measured)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width
     # (and the accuracy intervals reach the consensus band the picks were ranked with).
     pred, interval_notes = perf.widen(pred, meta, hw_dict, consensus=band)
+    if measured is not None:  # measured, not widened
+        pred = measured.apply(pred)
+    runs_of = np.zeros(len(configs), dtype=int)
+    if measured is not None:
+        runs_of[measured.index] = measured.runs
     interval_notes = [*hedge_notes, *interval_notes]
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
@@ -379,7 +436,8 @@ def recommend(
         return Candidate(configs[i], *[(float(pred[k][i]), float(pred[f"{k}_low"][i]),
                                         float(pred[f"{k}_high"][i]))
                                        for k in ("accuracy", "train_time_s", "peak_rss_mb")],
-                         ranked_accuracy=float(sure[i]) if share < 1.0 else None)
+                         ranked_accuracy=float(sure[i]) if share < 1.0 else None,
+                         measured_runs=int(runs_of[i]))
 
     others = alternatives_of(chosen_j, sure[idx], time[idx], top_k - 1)
     alternatives = [candidate(int(idx[j])) for j in others]
@@ -390,6 +448,15 @@ def recommend(
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
     reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood)
+    if measured is not None and chosen.measured_runs:
+        reason += (f" This configuration was measured on this workload ({chosen.measured_runs} "
+                   f"run{'s' if chosen.measured_runs > 1 else ''}): its accuracy is the measured mean, "
+                   f"and its interval that of one more run, given seed noise of "
+                   f"{100 * measured.sigma:.2f} points per run.")
+    elif measured is not None:
+        reason += (f" The {measured.configs} configurations measured on this workload were "
+                   f"candidates too, with the accuracy they measured and the interval of one more run "
+                   f"(seed noise of {100 * measured.sigma:.2f} points per run).")
     if share < 1.0:
         model_name = spec.name if perf.model_measured(spec.name) else None
         reason += (f" Its own predictions are extrapolated: candidates are ranked {100 * share:.0f}% by the "
@@ -439,6 +506,7 @@ def recommend(
         out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
         hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
         constraints=limits, interval_notes=interval_notes, ranked_own_share=share,
+        measured_runs=chosen.measured_runs,
     )
 
 

@@ -38,7 +38,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 26
+FORMAT_VERSION = 27
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -95,6 +95,23 @@ MIN_MACHINE_WORKLOADS = 12
 # framework with all of them; see machine_factor).
 MIN_MACHINE_THREADS_RECORDS = 3
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
+# What does not change what a configuration trains to: left out when runs of one workload are
+# grouped into measured configurations (PerformanceModel.measured_runs).
+_NOT_TRAINING = ("seed", "threads", "device", "timeout_s", "preset_name")
+# Repeat pairs a workload needs before its own seed noise is used for its measured runs'
+# intervals (else the median of the workloads that have them).
+MIN_NOISE_PAIRS = 3
+
+
+def measured_key(config: dict[str, Any]) -> str:
+    """What tells measured configurations apart: the configuration but for how and where it
+    ran (threads, device, timeout) and its seed."""
+    return json.dumps({k: v for k, v in config.items() if k not in _NOT_TRAINING}, sort_keys=True, default=str)
+
+
+def workload_key(fingerprint: str | None, model: str | None) -> str:
+    """A measured workload's key: its data set's fingerprint and its model."""
+    return f"{fingerprint}|{model}"
 
 
 def _as_dict(record: Any) -> dict[str, Any]:
@@ -872,6 +889,7 @@ class PerformanceModel:
                               max(c["learning_rate"] for c in configs)],
         }
         self.frameworks_ = sorted({c["framework"] for c in configs})
+        self._fit_measured(data)
         # The most intra-op threads any run used, per machine and over all ("*").
         self.threads_measured_: dict[str, int] = {}
         for d in data:
@@ -1228,12 +1246,66 @@ class PerformanceModel:
             reasons.append(f"{math.exp(vec[2]):.0f} GB memory is far from the measured {min(mems):.0f}..{max(mems):.0f} GB")
         return reasons
 
+    def _fit_measured(self, data: list[dict[str, Any]]) -> None:
+        """Each workload's measured configurations: their mean accuracy over distinct seeds (a
+        run measured again with its seed, e.g. by ``dltune kb calibrate``, counts once), and
+        the workload's seed noise where it has :data:`MIN_NOISE_PAIRS` repeat pairs."""
+        by_workload: dict[str, dict[str, dict[str, Any]]] = {}
+        for d in data:
+            w = d["workload"]
+            key = workload_key(w.get("fingerprint"), w.get("model") or w["meta"].get("model"))
+            entry = by_workload.setdefault(key, {}).setdefault(measured_key(d["config"]), {
+                "config": {k: v for k, v in d["config"].items() if k not in ("seed", "threads", "timeout_s")},
+                "seeds": {}})
+            entry["seeds"].setdefault(str(d["config"].get("seed")), float(d["metrics"]["test_accuracy"]))
+        self.measured_: dict[str, dict[str, Any]] = {}
+        for key, configs in by_workload.items():
+            diffs = [a[0] - a[1] for c in configs.values() if len(a := list(c["seeds"].values())) >= 2]
+            sigma = (float(np.median(np.abs(diffs)) / 0.6745 / math.sqrt(2))
+                     if len(diffs) >= MIN_NOISE_PAIRS else None)
+            self.measured_[key] = {"sigma": sigma, "configs": [
+                {"config": c["config"], "accuracy": float(np.mean(list(c["seeds"].values()))),
+                 "runs": len(c["seeds"])} for c in configs.values()]}
+        sigmas = [m["sigma"] for m in self.measured_.values() if m["sigma"] is not None]
+        # Without repeats anywhere: a point, about the median seed noise of the shipped ones.
+        self.measured_sigma_ = float(np.median(sigmas)) if sigmas else 0.01
+
+    def measured_runs(self, fingerprint: str | None, model: str | None) -> tuple[list[dict[str, Any]], float]:
+        """The configurations measured on a workload (its data set's fingerprint and model):
+        each ``{"config", "accuracy", "runs"}`` (the mean accuracy over ``runs`` distinct
+        seeds), and the seed noise of one run (the workload's own where it has enough repeat
+        pairs, else the median of those that have)."""
+        self._check_fitted()
+        entry = self.measured_.get(workload_key(fingerprint, model))
+        if not entry:
+            return [], self.measured_sigma_
+        if isinstance(entry["configs"], bytes):  # as loaded: each workload's parsed when asked for
+            entry["configs"] = json.loads(entry["configs"].decode())
+        return entry["configs"], entry["sigma"] if entry["sigma"] is not None else self.measured_sigma_
+
+    def measured_interval(self, accuracy: np.ndarray, runs: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """The interval (at the model's ``coverage``) of one more run of a configuration whose
+        ``runs`` runs measured ``accuracy`` on average, given seed noise ``sigma`` per run."""
+        from statistics import NormalDist
+
+        half = NormalDist().inv_cdf(0.5 + self.coverage / 2) * sigma * np.sqrt(1.0 + 1.0 / np.asarray(runs, dtype=float))
+        accuracy = np.asarray(accuracy, dtype=float)
+        return np.clip(accuracy - half, 0.0, 1.0), np.clip(accuracy + half, 0.0, 1.0)
+
     def workload_meta(self, fingerprint: str) -> dict[str, Any] | None:
         """The meta-features recorded for a measured data set (saves recomputing landmarks)."""
         self._check_fitted()
         for w in self.workloads_:
             if w["fingerprint"] == fingerprint:
                 return dict(w["meta"])
+        return None
+
+    def named_dataset_fingerprint(self, dataset: str, params: dict[str, Any] | None = None) -> str | None:
+        """The fingerprint of data set ``dataset`` loaded with ``params``, if measured."""
+        self._check_fitted()
+        for w in self.workloads_:
+            if w.get("dataset") == dataset and (w.get("dataset_params") or {}) == (params or {}):
+                return w.get("fingerprint")
         return None
 
     def named_dataset_meta(self, dataset: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -1253,9 +1325,16 @@ class PerformanceModel:
             arrays.update(est.to_arrays(key))
         for i, est in enumerate(self.machine_time_.values()):
             arrays.update(est.to_arrays(f"time@{i}."))
+        for i, m in enumerate(self.measured_.values()):
+            raw = m["configs"] if isinstance(m["configs"], bytes) else json.dumps(m["configs"]).encode()
+            arrays[f"measured@{i}"] = np.frombuffer(raw, dtype=np.uint8)
         state = {
             "format": FORMAT_VERSION, "params": self.get_params(), "encoder": self.encoder_.to_state(),
             "workloads": self.workloads_, "workload_scale": self.workload_scale_.tolist(),
+            # Each workload's configurations in an array of its own, parsed only when asked for
+            # (all 50 of the shipped knowledge base in one JSON took 48 ms to parse).
+            "measured": {k: {"sigma": m["sigma"]} for k, m in self.measured_.items()},
+            "measured_sigma": self.measured_sigma_,
             "workload_center": self.workload_center_.tolist(), "ood_threshold": self.ood_threshold_,
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
             "frameworks": self.frameworks_, "n_records": self.n_records_,
@@ -1302,7 +1381,10 @@ class PerformanceModel:
                 model.machine_time_[machine] = model._estimators(model.encoder_)[1].load_arrays(
                     arrays, f"time@{i}.")
                 model.machine_time_info_[machine] = info
+            model.measured_ = {k: {"sigma": m["sigma"], "configs": arrays[f"measured@{i}"].tobytes()}
+                               for i, (k, m) in enumerate(state["measured"].items())}
         model.workloads_ = state["workloads"]
+        model.measured_sigma_ = state["measured_sigma"]
         model.workload_scale_ = np.array(state["workload_scale"])
         model.workload_center_ = np.array(state["workload_center"])
         model.ood_threshold_ = state["ood_threshold"]

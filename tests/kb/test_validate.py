@@ -346,3 +346,23 @@ def test_own_runs_checked(tiny_kb, cli):
         validate_kb(records, own_runs=1000)
     done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--own-runs", "1000")
     assert done.returncode != 0 and "'own_runs' 1000" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_own_runs_are_scored_as_recommend_scores_measured_candidates(tiny_kb):
+    """The held-out workload's runs at a configuration of its own runs take what those measured
+    (recommend's measured candidates), the others what the surrogates predict."""
+    from dltune.kb._validate import _config_key, _measured, _own_runs
+    from dltune.surrogate import PerformanceModel
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    label = workload_label(records[0])
+    held = [d for d in records if workload_label(d) == label]
+    others = [d for d in records if workload_label(d) != label]
+    assert _measured(PerformanceModel(max_iter=20).fit(others), held) is None
+    given, scored = _own_runs(held, 2, 0, label)
+    model = PerformanceModel(max_iter=20).fit(others + given)
+    measured = _measured(model, held)
+    assert measured.index.tolist() == np.flatnonzero(~scored).tolist() and measured.configs == 2
+    accuracy = {_config_key(d): d["metrics"]["test_accuracy"] for d in given}
+    assert measured.accuracy.tolist() == [accuracy[_config_key(held[i])] for i in measured.index]
+    assert measured.runs.tolist() == [1] * len(measured.index)

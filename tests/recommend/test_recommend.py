@@ -84,7 +84,7 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
         rec_alt.config for rec_alt in sorted(rec.alternatives, key=lambda a: a.train_time_s[0])]
     assert "low end of its interval" in rec.reason
     for alt in rec.alternatives:  # each shown with the low end it was ranked by
-        assert f"(at least {100 * alt.accuracy[1]:.1f}%)" in str(rec)
+        assert f"(at least {100 * alt.accuracy[1]:.1f}%{', measured' if alt.measured_runs else ''})" in str(rec)
 
 
 def test_objectives_order_time_and_accuracy(kb, workload):
@@ -92,6 +92,13 @@ def test_objectives_order_time_and_accuracy(kb, workload):
     by_time = recommend(workload, objective="time", knowledge_base=kb, storage=None)
     assert by_time.predicted["train_time_s"][0] <= by_acc.predicted["train_time_s"][0]
     assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1]
+
+
+def _grid_only(monkeypatch):
+    """Candidates from the grid alone: no configuration measured on the workload among them."""
+    from dltune.surrogate import PerformanceModel
+
+    monkeypatch.setattr(PerformanceModel, "measured_runs", lambda self, fingerprint, model: ([], 0.01))
 
 
 def _two_candidates(monkeypatch, point, low, high, rest_point, rest_low):
@@ -111,6 +118,52 @@ def _two_candidates(monkeypatch, point, low, high, rest_point, rest_low):
 
     monkeypatch.setattr(PerformanceModel, "predict", predict)
     monkeypatch.setattr(_recommend, "_predictions", {})  # not the memo of an earlier test
+
+
+def test_configurations_measured_on_the_workload_are_candidates_with_what_they_measured(kb, workload, monkeypatch):
+    """The configurations measured on the workload are candidates too (one per thread setting),
+    with the accuracy they measured and the interval of one more run, ranked by its low end."""
+    from dltune.kb import RecordStore
+    from dltune.recommend import _recommend
+    from dltune.recommend._candidates import candidate_threads
+    from dltune.surrogate import fitted_model
+    from dltune.surrogate._model import measured_key
+
+    perf = fitted_model(storage=None, kb_path=kb)
+    runs, sigma = perf.measured_runs(workload.dataset.fingerprint(), "mlp")
+    mine = [r.to_dict() for r in RecordStore(kb.parent).records()
+            if r.ok and r.workload["fingerprint"] == workload.dataset.fingerprint()]
+    # Its runs at 1 and 2 threads, and repeats with another seed, are one configuration each.
+    n = len({measured_key(d["config"]) for d in mine})
+    assert len(runs) == n < len(mine)
+    rec, pred, sure = _candidates(monkeypatch, lambda: recommend(
+        workload, objective="accuracy", knowledge_base=kb, storage=None))
+    (entry,) = _recommend._predictions.values()
+    threads = len(candidate_threads(_recommend._resolve_hardware(None)[0].usable_cores))
+    measured = entry.measured
+    assert len(measured.index) == n * threads
+    assert measured.index.tolist() == list(range(rec.n_candidates - n * threads, rec.n_candidates))
+    by_key = {measured_key(r["config"]): r for r in runs}
+    for i, accuracy, low, high in zip(measured.index, measured.accuracy, measured.low, measured.high, strict=True):
+        config = entry.configs[i].to_dict()
+        assert by_key[measured_key(config)]["accuracy"] == accuracy == pred["accuracy"][i]
+        assert (low, high) == (pred["accuracy_low"][i], pred["accuracy_high"][i])
+        expected = perf.measured_interval(np.array([accuracy]), np.array([by_key[measured_key(config)]["runs"]]), sigma)
+        assert (low, high) == (expected[0][0], expected[1][0]) and sure[i] == low
+    assert measured.sigma == sigma and measured.configs == n
+
+    # A run of the user's own at a configuration no candidate has, measured at 100 %: with its
+    # low end (one more run, given the seed noise) above every other, it is the pick.
+    base = mine[0]
+    mine = dict(base, id="mine-1", config=dict(base["config"], learning_rate=0.0123, seed=5),
+                metrics=dict(base["metrics"], test_accuracy=1.0))
+    rec, pred, sure = _candidates(monkeypatch, lambda: recommend(
+        workload, objective="accuracy", knowledge_base=kb, storage=None, records=[mine]))
+    assert rec.config.learning_rate == 0.0123 and rec.measured_runs == 1
+    assert rec.predicted["accuracy"][0] == 1.0 and rec.predicted["accuracy"][1] < 1.0
+    assert "This configuration was measured on this workload (1 run)" in rec.reason
+    assert "accuracy as measured on this workload (1 run)" in str(rec)
+    assert rec.to_dict()["measured_runs"] == 1
 
 
 def test_objectives_rank_by_the_accuracy_interval_low_end(kb, workload, monkeypatch):
@@ -149,6 +202,7 @@ def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_
     from dltune.recommend import _recommend
     from dltune.surrogate import PerformanceModel
 
+    _grid_only(monkeypatch)  # the workload is measured: its runs would be candidates too
     real = PerformanceModel._unlike
     monkeypatch.setattr(PerformanceModel, "_unlike",
                         lambda self, meta, k: (real(self, meta, k)[0], False, 2.0))
@@ -268,6 +322,8 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
     runs = [dict(d, id=f"big-{i}", hardware=dict(d["hardware"], **dict(
         big, usable_cores=1 if d["hardware"]["usable_cores"] == 1 else 16)))
         for i, d in enumerate(records)]
+
+    _grid_only(monkeypatch)  # the candidates of one thread setting: none measured
 
     def only(n, records=runs):
         monkeypatch.setattr(_recommend, "_predictions", {})

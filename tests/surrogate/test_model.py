@@ -1052,3 +1052,59 @@ def test_a_real_child_that_fails_says_why(model):
     with pytest.warns(RuntimeWarning, match="exited with status 1: TypeError: .*no_such_parameter"):
         assert fit.result(model._estimators(model.encoder_)[0]) is None
     assert not Path(fit._folder.name).exists()
+
+
+def test_each_workloads_measured_configurations_are_kept(model, tiny_kb, tmp_path):
+    """``measured_runs``: a workload's configurations as measured (mean accuracy over distinct
+    seeds), found by its data set's fingerprint and model; they survive save and load."""
+    from dltune.surrogate._model import measured_key
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    workloads = {(d["workload"]["fingerprint"], d["workload"]["model"]) for d in records}
+    assert len(workloads) == 3
+    loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
+    for fingerprint, name in workloads:
+        mine = [d for d in records if (d["workload"]["fingerprint"], d["workload"]["model"]) == (fingerprint, name)]
+        expected: dict[str, dict] = {}
+        for d in mine:
+            expected.setdefault(measured_key(d["config"]), {}).setdefault(
+                d["config"]["seed"], d["metrics"]["test_accuracy"])
+        for m in (model, loaded):
+            runs, sigma = m.measured_runs(fingerprint, name)
+            assert {measured_key(r["config"]): (r["accuracy"], r["runs"]) for r in runs} == {
+                k: (pytest.approx(np.mean(list(v.values()))), len(v)) for k, v in expected.items()}
+            # No seed, threads or timeout in what a candidate is built from.
+            assert all({"seed", "threads", "timeout_s"}.isdisjoint(r["config"]) for r in runs)
+            # Fewer than MIN_NOISE_PAIRS repeat pairs (3 runs of seed 1 in all): no noise of its own.
+            assert sigma == m.measured_sigma_ > 0
+    assert model.measured_runs("0" * 16, "mlp") == ([], model.measured_sigma_)
+    # One more run's interval: the model's coverage of N(mean, sigma^2 (1 + 1/runs)).
+    low, high = model.measured_interval(np.array([0.9, 0.9, 0.999]), np.array([1, 4, 1]), 0.02)
+    assert low[0] == pytest.approx(0.9 - 1.2816 * 0.02 * math.sqrt(2), abs=1e-4)
+    assert high[1] - low[1] == pytest.approx(2 * 1.2816 * 0.02 * math.sqrt(1.25), abs=1e-4)
+    assert high[2] == 1.0
+
+
+def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
+    # The tiny knowledge base's own repeats (3 runs of seed 1) left out: four configurations
+    # run again with a new seed, each 0.02 less accurate, are the only repeat pairs.
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok and r.config["seed"] == 0]
+    target = records[0]["workload"]["fingerprint"]
+    mine = [d for d in records if d["workload"]["fingerprint"] == target][:4]
+    again = [dict(d, id=f"again-{i}", config=dict(d["config"], seed=7),
+                  metrics=dict(d["metrics"], test_accuracy=d["metrics"]["test_accuracy"] - 0.02))
+             for i, d in enumerate(mine)]
+    fitted = PerformanceModel(max_iter=20).fit(records + again)
+    runs, sigma = fitted.measured_runs(target, records[0]["workload"]["model"])
+    assert sigma == pytest.approx(0.02 / 0.6745 / math.sqrt(2))
+    from dltune.surrogate._model import measured_key
+
+    seeds = {}
+    for d in records + again:
+        if d["workload"]["fingerprint"] == target:
+            seeds.setdefault(measured_key(d["config"]), set()).add(d["config"]["seed"])
+    assert {measured_key(r["config"]): r["runs"] for r in runs} == {k: len(v) for k, v in seeds.items()}
+    assert all(len(seeds[measured_key(d["config"])]) >= 2 for d in mine)
+    # Every other workload has no repeats: the median of those that have (this one).
+    other = next(d for d in records if d["workload"]["fingerprint"] != target)["workload"]
+    assert fitted.measured_runs(other["fingerprint"], other["model"])[1] == fitted.measured_sigma_ == sigma
