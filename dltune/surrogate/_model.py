@@ -101,6 +101,8 @@ _NOT_TRAINING = ("seed", "threads", "device", "timeout_s", "preset_name")
 # Repeat pairs a workload needs before its own seed noise is used for its measured runs'
 # intervals (else the median of the workloads that have them).
 MIN_NOISE_PAIRS = 3
+# A workload without them takes the median of this many nearest measured workloads' of its model.
+NOISE_NEIGHBOURS = 3
 
 
 def measured_key(config: dict[str, Any]) -> str:
@@ -1274,14 +1276,31 @@ class PerformanceModel:
         """The configurations measured on a workload (its data set's fingerprint and model):
         each ``{"config", "accuracy", "runs"}`` (the mean accuracy over ``runs`` distinct
         seeds), and the seed noise of one run (the workload's own where it has enough repeat
-        pairs, else the median of those that have)."""
+        pairs, else that of its nearest measured workloads: :meth:`_nearest_sigma`)."""
         self._check_fitted()
         entry = self.measured_.get(workload_key(fingerprint, model))
         if not entry:
             return [], self.measured_sigma_
         if isinstance(entry["configs"], bytes):  # as loaded: each workload's parsed when asked for
             entry["configs"] = json.loads(entry["configs"].decode())
-        return entry["configs"], entry["sigma"] if entry["sigma"] is not None else self.measured_sigma_
+        return entry["configs"], entry["sigma"] if entry["sigma"] is not None else self._nearest_sigma(fingerprint, model)
+
+    def _nearest_sigma(self, fingerprint: str | None, model: str | None) -> float:
+        """The seed noise of a workload without repeats of its own: the median of its
+        :data:`NOISE_NEIGHBOURS` nearest measured workloads' of its model that have them (as
+        :meth:`nearest` measures), else of all that have them."""
+        index = next((i for i, w in enumerate(self.workloads_)
+                      if w.get("fingerprint") == fingerprint and w.get("model") == model), None)
+        if index is None:
+            return self.measured_sigma_
+        sigmas = np.array([(self.measured_.get(workload_key(w.get("fingerprint"), w.get("model"))) or {}).get("sigma")
+                           for w in self.workloads_], dtype=float)
+        dist = self._distances(workload_vector(self.workloads_[index]["meta"])[_NOVELTY_IDX], skip=index, model=model)
+        known = np.flatnonzero(np.isfinite(dist) & np.isfinite(sigmas))
+        if not len(known):
+            return self.measured_sigma_
+        nearest = known[np.argsort(dist[known], kind="stable")[:NOISE_NEIGHBOURS]]
+        return float(np.median(sigmas[nearest]))
 
     def measured_interval(self, accuracy: np.ndarray, runs: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
         """The interval (at the model's ``coverage``) of one more run of a configuration whose

@@ -1108,3 +1108,31 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
     # Every other workload has no repeats: the median of those that have (this one).
     other = next(d for d in records if d["workload"]["fingerprint"] != target)["workload"]
     assert fitted.measured_runs(other["fingerprint"], other["model"])[1] == fitted.measured_sigma_ == sigma
+
+
+def test_a_workload_without_repeats_takes_the_seed_noise_of_its_nearest(tiny_kb, monkeypatch):
+    from dltune.surrogate import _model
+    from dltune.surrogate._features import workload_vector
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok and r.config["seed"] == 0]
+    fingerprints = sorted({d["workload"]["fingerprint"] for d in records})
+    assert len(fingerprints) == 3
+    again = []
+    for noise, fingerprint in zip((0.02, 0.06), fingerprints[:2], strict=False):  # the third: none
+        mine = [d for d in records if d["workload"]["fingerprint"] == fingerprint][:4]
+        again += [dict(d, id=f"again-{fingerprint}-{i}", config=dict(d["config"], seed=7),
+                       metrics=dict(d["metrics"], test_accuracy=d["metrics"]["test_accuracy"] - noise))
+                  for i, d in enumerate(mine)]
+    fitted = PerformanceModel(max_iter=20).fit(records + again)
+    sigmas = [fitted.measured_runs(f, "mlp")[1] for f in fingerprints[:2]]
+    assert sigmas == pytest.approx([0.02 / 0.6745 / math.sqrt(2), 0.06 / 0.6745 / math.sqrt(2)])
+    # The third: the median of its nearest with noise of their own (both of them, here) ...
+    assert fitted.measured_runs(fingerprints[2], "mlp")[1] == pytest.approx(np.median(sigmas))
+    # ... or, with one neighbour, the nearest one's.
+    monkeypatch.setattr(_model, "NOISE_NEIGHBOURS", 1)
+    index = next(i for i, w in enumerate(fitted.workloads_) if w["fingerprint"] == fingerprints[2])
+    dist = fitted._distances(workload_vector(fitted.workloads_[index]["meta"])[_model._NOVELTY_IDX], skip=index, model="mlp")
+    nearest = fitted.workloads_[int(np.argmin(dist))]["fingerprint"]
+    assert fitted.measured_runs(fingerprints[2], "mlp")[1] == pytest.approx(sigmas[fingerprints.index(nearest)])
+    # A workload never measured: the median of all that have noise of their own.
+    assert fitted.measured_runs("0" * 16, "mlp")[1] == fitted.measured_sigma_ == pytest.approx(np.median(sigmas))
