@@ -447,7 +447,7 @@ def recommend(
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
-    reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood)
+    reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood, runs_of)
     if measured is not None and chosen.measured_runs:
         reason += (f" This configuration was measured on this workload ({chosen.measured_runs} "
                    f"run{'s' if chosen.measured_runs > 1 else ''}): its accuracy is the measured mean, "
@@ -557,7 +557,7 @@ def _frameworks(requested: list[str] | None, measured: list[str], local: bool) -
 
 
 def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, frameworks, perf,
-            nearest, ood) -> str:
+            nearest, ood, runs_of) -> str:
     """The recommendation's paragraph; ``sure`` is what the candidates were ranked by, ``pred``
     what is shown (widened out of distribution). Where ``sure`` is not the shown low end but its
     mix with the consensus (an unlike workload: ``chosen.ranked_accuracy`` is set), each figure
@@ -578,7 +578,7 @@ def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, framewo
         f"Of {len(configs)} candidates ({len(idx)} meeting the constraints) across "
         f"{' and '.join(frameworks)}, the {c.framework} configuration with {c.optimizer}, learning rate "
         f"{c.learning_rate:g}, batch {c.batch_size} and {c.epochs} epochs has {goal}: "
-        f"{100 * chosen.accuracy[0]:.1f}% predicted, at least {100 * chosen.accuracy[1]:.1f}%{ranked(chosen.ranked_accuracy)}, "
+        f"{100 * chosen.accuracy[0]:.1f}% {'measured' if chosen.measured_runs else 'predicted'}, at least {100 * chosen.accuracy[1]:.1f}%{ranked(chosen.ranked_accuracy)}, "
         f"in {chosen.train_time_s[0]:.3g} s. Accuracy is ranked by the low end of its interval, "
         "what the surrogates are confident of: a configuration predicted a little more accurate "
         "but less surely ranks below."
@@ -590,7 +590,8 @@ def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, framewo
         mine = [i for i in idx if configs[i].framework == fw]
         if mine:
             j = max(mine, key=lambda i: (sure[i], -time[i]))
-            others.append(f"{fw}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% predicted, "
+            others.append(f"{fw}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% "
+                          f"{'measured' if runs_of[j] else 'predicted'}, "
                           f"at least {100 * pred['accuracy_low'][j]:.1f}%{ranked(sure[j])}, in {time[j]:.3g} s")
     if others:
         parts.append("For comparison, " + "; ".join(others) + ".")

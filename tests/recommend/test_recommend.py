@@ -162,6 +162,7 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
     assert rec.config.learning_rate == 0.0123 and rec.measured_runs == 1
     assert rec.predicted["accuracy"][0] == 1.0 and rec.predicted["accuracy"][1] < 1.0
     assert "This configuration was measured on this workload (1 run)" in rec.reason
+    assert f"100.0% measured, at least {100 * rec.predicted['accuracy'][1]:.1f}%" in rec.reason
     assert "accuracy as measured on this workload (1 run)" in str(rec)
     assert rec.to_dict()["measured_runs"] == 1
 
