@@ -101,7 +101,10 @@ class Candidate:
     """A configuration with its predicted metrics: ``(point, low, high)`` each.
 
     ``ranked_accuracy`` is what it was ranked by where that is not its accuracy's low end (an
-    unlike workload, whose ranking mixes in the consensus of the measured ones); else None."""
+    unlike workload, whose ranking mixes in the consensus of the measured ones); else None.
+    ``measured_runs``: how many runs (distinct seeds) measured this configuration on the
+    workload, whose accuracy is then their mean with the interval of one more run; 0 where it
+    is predicted."""
 
     config: TrainConfig
     accuracy: tuple[float, float, float]
@@ -128,7 +131,8 @@ class Recommendation:
     pick's where the front allows (:func:`alternatives_of`). ``ranked_own_share`` is how much
     of that ranking is the workload's own low ends: 1 where it is like the measured workloads
     of its model, less where it is unlike them and the rest is their consensus
-    (:meth:`~dltune.surrogate.PerformanceModel.ranking_accuracy`).
+    (:meth:`~dltune.surrogate.PerformanceModel.ranking_accuracy`). ``measured_runs`` is the
+    pick's, as :class:`Candidate`'s.
     """
 
     workload: str
