@@ -6,7 +6,7 @@ import json
 import math
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,15 +171,18 @@ def _repeat_pairs(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any
     return pairs
 
 
-def _config_key(record: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in record["config"].items() if k != "seed"}, sort_keys=True, default=str)
+def _config_key(config: dict[str, Any]) -> str:
+    """A run's configuration but for its seed: what tells a repeat pair's runs apart."""
+    return json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True, default=str)
 
 
-def _by_config(records: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
-    """Indices of the records of each configuration (the seed aside), in the records' order."""
+def _by_config(records: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str] = _config_key,
+               ) -> dict[str, list[int]]:
+    """Indices of the records of each configuration (as ``key`` of a record's configuration
+    tells them apart), in the records' order."""
     out: dict[str, list[int]] = {}
     for i, d in enumerate(records):
-        out.setdefault(_config_key(d), []).append(i)
+        out.setdefault(key(d["config"]), []).append(i)
     return out
 
 
@@ -188,10 +191,14 @@ def _own_runs(held: list[dict[str, Any]], k: int, seed: int, label: str) -> tupl
     record), as a short tune of the workload would have measured them; and which of ``held``'s
     runs are of other configurations (those scored). The draw depends on ``seed`` and the
     workload alone, not on which other workloads are held out."""
+    from dltune.surrogate._model import measured_key
+
     scored = np.ones(len(held), dtype=bool)
     if k == 0:
         return [], scored
-    groups = list(_by_config(held).values())
+    # Configurations as recommend's measured candidates tell them apart (threads aside): a run
+    # of a drawn configuration at another thread count would be scored on what was measured.
+    groups = list(_by_config(held, measured_key).values())
     rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
     drawn = sorted(rng.choice(len(groups), size=k, replace=False))
     for g in drawn:
@@ -211,8 +218,7 @@ def _measured(model: Any, held: list[dict[str, Any]]) -> Any:
     hits = [(i, by_key[k]) for i, d in enumerate(held) if (k := measured_key(d["config"])) in by_key]
     if not hits:
         return None
-    return Measured.of(model, [i for i, _ in hits], [m["accuracy"] for _, m in hits],
-                       [m["runs"] for _, m in hits], sigma, len({id(m) for _, m in hits}))
+    return Measured.of(model, [i for i, _ in hits], [m for _, m in hits], sigma)
 
 
 def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0,
@@ -240,7 +246,9 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     t = np.array([[a["metrics"]["train_time_s"], b["metrics"]["train_time_s"]] for a, b in pairs])
     ape = np.abs(t - t.mean(axis=1, keepdims=True)) / t
     diff = np.array([a["metrics"]["test_accuracy"] - b["metrics"]["test_accuracy"] for a, b in pairs])
-    sigma = float(np.median(np.abs(diff)) / 0.6745 / math.sqrt(2))
+    from dltune.surrogate._model import seed_noise
+
+    sigma = seed_noise(diff)
     rng = np.random.default_rng(seed)
     ranked = accuracy if scored is None else accuracy[scored]
     # A jitter far below one test sample breaks the ties that noise 0 would leave.
@@ -459,12 +467,14 @@ def validate_kb(
     mem_covered: list[bool] = []
     mem_errors: list[float] = []
     machine_errors: dict[str, list[float]] = {}
+    from dltune.surrogate._model import measured_key
+
     held_out = [(label, held) for label, held in sorted(groups.items())
-                if len(held) >= min_records and len(_by_config(held)) >= own_runs + min_records]
+                if len(held) >= min_records and len(_by_config(held, measured_key)) >= own_runs + min_records]
     if not held_out:
         raise ParameterError(
             f"No workload has {own_runs + min_records} configurations or more to hold out with "
-            f"'own_runs' {own_runs} (the most any has: {max(len(_by_config(g)) for g in groups.values())}).")
+            f"'own_runs' {own_runs} (the most any has: {max(len(_by_config(g, measured_key)) for g in groups.values())}).")
     bar = None
     if progress:
         import sys

@@ -59,10 +59,14 @@ class Measured(NamedTuple):
     configs: int  # how many measured configurations (each a candidate per thread setting)
 
     @classmethod
-    def of(cls, perf: Any, index: Any, accuracy: Any, runs: Any, sigma: float, configs: int) -> Measured:
+    def of(cls, perf: Any, index: Any, entries: list[dict[str, Any]], sigma: float) -> Measured:
+        """Candidates ``index``, each the measured configuration in ``entries`` at its place
+        (``PerformanceModel.measured_runs``' entries; one may stand for several candidates)."""
+        accuracy = np.array([e["accuracy"] for e in entries], dtype=float)
+        runs = np.array([e["runs"] for e in entries], dtype=int)
         low, high = perf.measured_interval(accuracy, runs, sigma)
-        return cls(np.asarray(index, dtype=int), np.asarray(runs, dtype=int),
-                   np.asarray(accuracy, dtype=float), low, high, float(sigma), configs)
+        return cls(np.asarray(index, dtype=int), runs, accuracy, low, high, float(sigma),
+                   len({id(e) for e in entries}))
 
     def apply(self, pred: dict[str, np.ndarray], sure: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``pred`` with the measured candidates' accuracy (and ``sure``, what they are ranked
@@ -380,8 +384,7 @@ def recommend(
         runs, sigma = perf.measured_runs(fingerprint, spec.name)
         extra, which = measured_candidates(runs, frameworks, hw.usable_cores)
         measured = Measured.of(perf, np.arange(len(configs), len(configs) + len(extra)),
-                               [runs[i]["accuracy"] for i in which],
-                               [runs[i]["runs"] for i in which], sigma, len(set(which))) if extra else None
+                               [runs[i] for i in which], sigma) if extra else None
         configs = configs + extra
         targets: dict[int | None, dict[str, Any]] = {}
         rows = []

@@ -116,6 +116,13 @@ def workload_key(fingerprint: str | None, model: str | None) -> str:
     return f"{fingerprint}|{model}"
 
 
+
+def seed_noise(differences: Any) -> float:
+    """One run's seed noise (a Gaussian sigma) from the accuracy differences of repeat pairs,
+    robustly: their median absolute value / 0.6745 / sqrt 2."""
+    return float(np.median(np.abs(differences)) / 0.6745 / math.sqrt(2))
+
+
 def _as_dict(record: Any) -> dict[str, Any]:
     return record if isinstance(record, dict) else record.to_dict()
 
@@ -1263,8 +1270,7 @@ class PerformanceModel:
         self.measured_: dict[str, dict[str, Any]] = {}
         for key, configs in by_workload.items():
             diffs = [a[0] - a[1] for c in configs.values() if len(a := list(c["seeds"].values())) >= 2]
-            sigma = (float(np.median(np.abs(diffs)) / 0.6745 / math.sqrt(2))
-                     if len(diffs) >= MIN_NOISE_PAIRS else None)
+            sigma = seed_noise(diffs) if len(diffs) >= MIN_NOISE_PAIRS else None
             self.measured_[key] = {"sigma": sigma, "configs": [
                 {"config": c["config"], "accuracy": float(np.mean(list(c["seeds"].values()))),
                  "runs": len(c["seeds"])} for c in configs.values()]}
@@ -1319,21 +1325,20 @@ class PerformanceModel:
                 return dict(w["meta"])
         return None
 
+    def _named_workload(self, dataset: str, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        self._check_fitted()
+        return next((w for w in self.workloads_ if w.get("dataset") == dataset
+                     and (w.get("dataset_params") or {}) == (params or {})), None)
+
     def named_dataset_fingerprint(self, dataset: str, params: dict[str, Any] | None = None) -> str | None:
         """The fingerprint of data set ``dataset`` loaded with ``params``, if measured."""
-        self._check_fitted()
-        for w in self.workloads_:
-            if w.get("dataset") == dataset and (w.get("dataset_params") or {}) == (params or {}):
-                return w.get("fingerprint")
-        return None
+        w = self._named_workload(dataset, params)
+        return None if w is None else w.get("fingerprint")
 
     def named_dataset_meta(self, dataset: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """The meta-features recorded for data set ``dataset`` loaded with ``params``, if measured."""
-        self._check_fitted()
-        for w in self.workloads_:
-            if w.get("dataset") == dataset and (w.get("dataset_params") or {}) == (params or {}):
-                return dict(w["meta"])
-        return None
+        w = self._named_workload(dataset, params)
+        return None if w is None else dict(w["meta"])
 
     # Persistence: numpy arrays plus a JSON state, written and read without pickle.
     def save(self, path: str | Path) -> Path:

@@ -279,31 +279,42 @@ def test_cli_calibrate_plan_repeats_the_reference_suites_first_configurations(cl
 
 def test_own_runs_are_drawn_per_configuration_and_left_out_of_the_scores(tiny_kb):
     """``own_runs``: k configurations of the held-out workload drawn at random, one run of each
-    fitted on; every run of those configurations left out of the scores."""
-    from dltune.kb._validate import _by_config, _config_key, _own_runs
+    fitted on; every run of those configurations (at any thread count, as recommend's measured
+    candidates count them) left out of the scores."""
+    from dltune.kb._validate import _by_config, _own_runs
+    from dltune.surrogate._model import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     label = workload_label(records[0])
     held = [d for d in records if workload_label(d) == label]
     given, scored = _own_runs(held, 3, 0, label)
-    keys = {_config_key(d) for d in given}
+    keys = {measured_key(d["config"]) for d in given}
     assert len(given) == len(keys) == 3 and all(any(d is h for h in held) for d in given)
     # Scored: exactly the runs of the configurations not drawn.
-    assert scored.tolist() == [_config_key(d) not in keys for d in held]
+    assert scored.tolist() == [measured_key(d["config"]) not in keys for d in held]
     # One run per configuration, its first on record.
-    groups = _by_config(held)
-    assert all(held[groups[_config_key(d)][0]] is d for d in given)
+    groups = _by_config(held, measured_key)
+    assert all(held[groups[measured_key(d["config"])][0]] is d for d in given)
     # The draw depends on the seed and the workload alone.
     again, _ = _own_runs(list(held), 3, 0, label)
-    assert [_config_key(d) for d in again] == [_config_key(d) for d in given]
-    draws = {tuple(sorted(_config_key(d) for d in _own_runs(held, 3, s, label)[0])) for s in range(6)}
+    assert [measured_key(d["config"]) for d in again] == [measured_key(d["config"]) for d in given]
+    draws = {tuple(sorted(measured_key(d["config"]) for d in _own_runs(held, 3, s, label)[0])) for s in range(6)}
     assert len(draws) > 1
     assert _own_runs(held, 0, 0, label)[0] == [] and _own_runs(held, 0, 0, label)[1].all()
+    # Each run again at another thread count: left out with its configuration, not scored on
+    # what the drawn run measured.
+    twins = [dict(d, id=f"twin-{i}", config=dict(d["config"], threads={
+        "intra_op": 3, "inter_op": 1, "blas": 3, "cores": None})) for i, d in enumerate(held)]
+    both = held + twins
+    given, scored = _own_runs(both, 3, 0, label)
+    keys = {measured_key(d["config"]) for d in given}
+    assert len(keys) == 3 and (~scored).sum() == 2 * sum(measured_key(d["config"]) in keys for d in held)
+    assert scored.tolist() == [measured_key(d["config"]) not in keys for d in both]
 
 
 def test_validation_with_own_runs_fits_on_them(tiny_kb, monkeypatch):
-    from dltune.kb._validate import _config_key
     from dltune.surrogate import PerformanceModel
+    from dltune.surrogate._model import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     fitted: list[list[dict]] = []
@@ -322,10 +333,10 @@ def test_validation_with_own_runs_fits_on_them(tiny_kb, monkeypatch):
         own = [d for d in train if workload_label(d) == row["label"]]
         # The fit saw 2 runs of the held-out workload, of 2 configurations, and every run of
         # the other workloads; the scores count the runs of its other configurations.
-        assert row["own_runs"] == 2 and len({_config_key(d) for d in own}) == len(own) == 2
+        assert row["own_runs"] == 2 and len({measured_key(d["config"]) for d in own}) == len(own) == 2
         assert len(train) == len(records) - len(held) + 2
-        keys = {_config_key(d) for d in own}
-        assert row["n"] == sum(_config_key(d) not in keys for d in held)
+        keys = {measured_key(d["config"]) for d in own}
+        assert row["n"] == sum(measured_key(d["config"]) not in keys for d in held)
         # The pick is made among all of its configurations: the regret counts them all.
         best = max(d["metrics"]["test_accuracy"] for d in held)
         assert row["best_measured_accuracy"] == best
@@ -351,8 +362,9 @@ def test_own_runs_checked(tiny_kb, cli):
 def test_own_runs_are_scored_as_recommend_scores_measured_candidates(tiny_kb):
     """The held-out workload's runs at a configuration of its own runs take what those measured
     (recommend's measured candidates), the others what the surrogates predict."""
-    from dltune.kb._validate import _config_key, _measured, _own_runs
+    from dltune.kb._validate import _measured, _own_runs
     from dltune.surrogate import PerformanceModel
+    from dltune.surrogate._model import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     label = workload_label(records[0])
@@ -363,6 +375,6 @@ def test_own_runs_are_scored_as_recommend_scores_measured_candidates(tiny_kb):
     model = PerformanceModel(max_iter=20).fit(others + given)
     measured = _measured(model, held)
     assert measured.index.tolist() == np.flatnonzero(~scored).tolist() and measured.configs == 2
-    accuracy = {_config_key(d): d["metrics"]["test_accuracy"] for d in given}
-    assert measured.accuracy.tolist() == [accuracy[_config_key(held[i])] for i in measured.index]
+    accuracy = {measured_key(d["config"]): d["metrics"]["test_accuracy"] for d in given}
+    assert measured.accuracy.tolist() == [accuracy[measured_key(held[i]["config"])] for i in measured.index]
     assert measured.runs.tolist() == [1] * len(measured.index)
