@@ -46,7 +46,7 @@ system-deps:
 demo: $(STAMPS)/venv $(STAMPS)/legacy
 	$(PY) -m dltune.cli env status
 	$(PY) -m dltune.cli recommend --workload digits --model lenet --verify
-	$(PY) -m dltune.cli tune --workload digits --model mlp --frameworks torch,tensorflow --trials 6 --storage sqlite:///dltune.db
+	$(PY) -m dltune.cli tune --workload digits --model mlp --frameworks torch,tensorflow --trials 6 --storage sqlite:///dltune.db --repeat-best 3
 	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
 
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps

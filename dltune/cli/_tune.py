@@ -41,6 +41,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="cap the default preset's epochs at N (shown in the table)")
     parser.add_argument("--no-preset", action="store_true",
                         help="do not measure the default presets for comparison")
+    parser.add_argument("--repeat-best", type=int, default=0, metavar="K",
+                        help="after the search, measure the K most accurate trials again with "
+                        "another seed: how much was luck, and the workload's own seed noise "
+                        "for 'dltune recommend' (default: 0)")
     parser.add_argument("--warm-start", action="store_true",
                         help="first try what 'dltune recommend' proposes")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -104,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         warm_start=args.warm_start,
         compare_preset=not args.no_preset,
         preset_epochs=args.preset_epochs,
+        repeat_best=args.repeat_best,
         base=base,
         progress=not (args.quiet or args.json),
     )

@@ -246,7 +246,7 @@ def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 
     t = np.array([[a["metrics"]["train_time_s"], b["metrics"]["train_time_s"]] for a, b in pairs])
     ape = np.abs(t - t.mean(axis=1, keepdims=True)) / t
     diff = np.array([a["metrics"]["test_accuracy"] - b["metrics"]["test_accuracy"] for a, b in pairs])
-    from dltune.surrogate._model import seed_noise
+    from dltune.measure._noise import seed_noise
 
     sigma = seed_noise(diff)
     rng = np.random.default_rng(seed)

@@ -16,6 +16,7 @@ from dltune._errors import NotFittedError, ParameterError
 from dltune._validation import check_int
 from dltune.backends import BACKENDS
 from dltune.hardware._hardware import cpu_identity
+from dltune.measure._noise import MIN_NOISE_PAIRS, seed_noise
 from dltune.surrogate._estimators import (
     SIZE_INPUTS,
     AccuracySurrogate,
@@ -98,9 +99,6 @@ _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVE
 # What does not change what a configuration trains to: left out when runs of one workload are
 # grouped into measured configurations (PerformanceModel.measured_runs).
 _NOT_TRAINING = ("seed", "threads", "device", "timeout_s", "preset_name")
-# Repeat pairs a workload needs before its own seed noise is used for its measured runs'
-# intervals (else the median of the workloads that have them).
-MIN_NOISE_PAIRS = 3
 # A workload without them takes the median of this many nearest measured workloads' of its model.
 NOISE_NEIGHBOURS = 3
 
@@ -115,12 +113,6 @@ def workload_key(fingerprint: str | None, model: str | None) -> str:
     """A measured workload's key: its data set's fingerprint and its model."""
     return f"{fingerprint}|{model}"
 
-
-
-def seed_noise(differences: Any) -> float:
-    """One run's seed noise (a Gaussian sigma) from the accuracy differences of repeat pairs,
-    robustly: their median absolute value / 0.6745 / sqrt 2."""
-    return float(np.median(np.abs(differences)) / 0.6745 / math.sqrt(2))
 
 
 def _as_dict(record: Any) -> dict[str, Any]:

@@ -44,6 +44,10 @@ class StudyResult:
     time, the chosen trial (the fastest Pareto trial at least as accurate as the preset, else
     the most accurate one), ``speedup`` (preset time / chosen time), ``accuracy_gain_pts``
     (percentage points) and ``matches_preset`` (chosen accuracy >= preset accuracy).
+
+    ``repeats`` (``tune(..., repeat_best=K)``) holds the K most accurate trials measured again
+    with another seed: per trial its ``accuracy`` and ``accuracy_again`` (and the same for
+    ``train_time_s`` and ``peak_rss_mb``); :meth:`repeat_summary` sums them up.
     """
 
     framework: str
@@ -54,6 +58,31 @@ class StudyResult:
     best: TrialSummary | None
     preset: Measurement | None = None
     comparison: dict[str, Any] | None = None
+    repeats: list[dict[str, Any]] = field(default_factory=list)
+
+    def repeat_summary(self) -> dict[str, Any] | None:
+        """What measuring the most accurate trials again says, or None without such repeats.
+
+        ``pairs``: trials measured again; ``accuracy_change_pts``: the mean change of their
+        accuracy, in points (below zero: the search's best runs were partly luck);
+        ``seed_noise_pts``: one run's seed noise from these pairs (``dltune.measure``'s robust
+        estimate), given from :data:`~dltune.measure._noise.MIN_NOISE_PAIRS` pairs on, else None;
+        ``time_ratio``: the mean ratio of the second training time to the first.
+        """
+        from dltune.measure._noise import MIN_NOISE_PAIRS, seed_noise
+
+        pairs = [r for r in self.repeats if r.get("accuracy_again") is not None]
+        if not pairs:
+            return None
+        diffs = [r["accuracy_again"] - r["accuracy"] for r in pairs]
+        times = [r["train_time_again_s"] / r["train_time_s"] for r in pairs
+                 if r.get("train_time_s") and r.get("train_time_again_s")]
+        return {
+            "pairs": len(pairs),
+            "accuracy_change_pts": 100 * sum(diffs) / len(diffs),
+            "seed_noise_pts": 100 * seed_noise(diffs) if len(diffs) >= MIN_NOISE_PAIRS else None,
+            "time_ratio": sum(times) / len(times) if times else None,
+        }
 
     @property
     def n_complete(self) -> int:
@@ -69,6 +98,8 @@ class StudyResult:
             "best": None if self.best is None else asdict(self.best),
             "preset": None if self.preset is None else self.preset.summary_row(),
             "comparison": self.comparison,
+            "repeats": self.repeats,
+            "repeat_summary": self.repeat_summary(),
         }
 
 
@@ -131,4 +162,29 @@ class TuneResult:
                                           ("t_acc", "tuned acc %", ".2f"),
                                           ("t_time", "tuned s", ".3f"), ("speedup", "speed-up", ".2f"),
                                           ("gain", "acc +pts", "+.2f"), ("verdict", "verdict", "")])]
+        again = [(fw, r) for fw, res in self.studies.items() for r in res.repeats]
+        if again:
+            rows = [{"framework": fw, "trial": r["trial"], "seed": r["seed"],
+                     "acc": 100 * r["accuracy"],
+                     "again": None if r["accuracy_again"] is None else 100 * r["accuracy_again"],
+                     "change": None if r["accuracy_again"] is None
+                     else 100 * (r["accuracy_again"] - r["accuracy"]),
+                     "time": r["train_time_s"], "time_again": r["train_time_again_s"],
+                     "status": r["status"]} for fw, r in again]
+            parts += ["", "The most accurate trials measured again with another seed",
+                      format_table(rows, [("framework", "framework", ""), ("trial", "trial", "d"),
+                                          ("seed", "seed", "d"), ("acc", "acc %", ".2f"),
+                                          ("again", "again %", ".2f"), ("change", "pts", "+.2f"),
+                                          ("time", "train s", ".3f"), ("time_again", "again s", ".3f"),
+                                          ("status", "status", "")])]
+            for fw, res in self.studies.items():
+                summary = res.repeat_summary()
+                if summary is None:
+                    continue
+                noise = summary["seed_noise_pts"]
+                parts.append(
+                    f"{fw}: measured again, the {summary['pairs']} most accurate trials changed by "
+                    f"{summary['accuracy_change_pts']:+.2f} points on average"
+                    + (f"; seed noise of one run about {noise:.2f} points" if noise is not None
+                       else f"; seed noise needs at least 3 pairs (have {summary['pairs']})"))
         return "\n".join(parts)

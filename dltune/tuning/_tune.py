@@ -133,6 +133,56 @@ def _measure_preset(study: Any, workload: Any, framework: str, base: TrainConfig
     return record, label
 
 
+def _most_accurate(study: Any, k: int) -> list[Any]:
+    """The ``k`` most accurate COMPLETE trials that meet the study's constraints."""
+    from optuna.trial import TrialState
+
+    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.user_attrs.get("test_accuracy") is not None and t.user_attrs.get("config")
+            and all(v <= 0 for v in t.constraints.values())]
+    return sorted(done, key=lambda t: (-float(t.user_attrs["test_accuracy"]),
+                                       float(t.user_attrs.get("train_time_s") or 0.0), t.number))[:k]
+
+
+def _repeat_best(study: Any, workload: Any, k: int, pool: Any) -> list[dict[str, Any]]:
+    """Measure the ``k`` most accurate trials again with another seed (theirs + 1).
+
+    A search's best trial is partly luck: the most accurate of many noisy runs. Measured again,
+    its accuracy says how much; the pairs give the workload's own seed noise, which
+    :func:`dltune.recommend` uses for the configurations measured on it. Each repeat is stored
+    on the study (``repeat_measurement:<trial>``), so a resumed call measures only new ones.
+    """
+    from dltune._bench import measure
+    from dltune.tuning._objective import _startup_environment
+
+    rows = []
+    for trial in _most_accurate(study, k):
+        key = f"repeat_measurement:{trial.number}"
+        stored = study.user_attrs.get(key)
+        if stored is not None:
+            record = Measurement.from_dict(stored)
+        else:
+            config = TrainConfig.from_dict(trial.user_attrs["config"])
+            config = config.replace(seed=config.seed + 1)
+            with _startup_environment(trial.user_attrs.get("startup_env") or {}):
+                record = measure(workload, config, pool=pool)
+            if record.ok:
+                study.set_user_attr(key, record.to_dict())
+        metrics = record.metrics if record.ok else {}
+        rows.append({
+            "trial": trial.number,
+            "seed": record.config.get("seed"),
+            "status": record.status,
+            "accuracy": trial.user_attrs["test_accuracy"],
+            "accuracy_again": metrics.get("test_accuracy"),
+            "train_time_s": trial.user_attrs.get("train_time_s"),
+            "train_time_again_s": metrics.get("train_time_s"),
+            "peak_rss_mb": trial.user_attrs.get("peak_rss_mb"),
+            "peak_rss_again_mb": metrics.get("peak_rss_mb"),
+        })
+    return rows
+
+
 def _compare(result: StudyResult, preset: Measurement, label: str) -> dict[str, Any] | None:
     acc = preset.metrics.get("test_accuracy") if preset.ok else None
     secs = preset.metrics.get("train_time_s") if preset.ok else None
@@ -199,6 +249,7 @@ def tune(
     enqueue: Iterable[Any] | None = None,
     compare_preset: bool = True,
     preset_epochs: int | None = None,
+    repeat_best: int = 0,
     base: TrainConfig | None = None,
     progress: bool = False,
     pool: Any = None,
@@ -234,6 +285,11 @@ def tune(
             in every framework's study (their ``framework`` field is ignored).
         compare_preset: also measure each framework's default preset for comparison.
         preset_epochs: cap the preset's epochs (the label then says so).
+        repeat_best: measure the K most accurate trials (that meet the constraints) once more
+            with another seed (theirs + 1), after the search: how much of their accuracy was
+            luck (``StudyResult.repeats``), and the workload's own seed noise for
+            :func:`dltune.recommend` (it needs 3 such pairs). Stored on the study; a resumed
+            call measures only trials not measured again yet.
         base: settings not searched (seed, timeout_s, lr schedule, ``device``...). With
             ``device="cuda"`` the study's target is ``<hardware target>+cuda`` and the preset
             runs on the GPU too.
@@ -243,6 +299,7 @@ def tune(
 
     check_int("n_trials", n_trials, 1, 100000)
     check_int("workers", workers, 1, 256)
+    check_int("repeat_best", repeat_best, 0, 1000)
     check_bool("warm_start", warm_start)
     check_bool("compare_preset", compare_preset)
     if timeout is not None:
@@ -316,6 +373,8 @@ def tune(
                 record, label = _measure_preset(study, wl, fw, spec.base, preset_epochs, pool)
                 result.preset = record
                 result.comparison = _compare(result, record, label)
+            if repeat_best:
+                result.repeats = _repeat_best(study, wl, repeat_best, pool)
             results[fw] = result
     finally:
         if own_pool:

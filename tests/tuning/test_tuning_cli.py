@@ -25,7 +25,7 @@ def tuned_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("cli") / "cli.db"
     done = subprocess.run(
         [sys.executable, "-m", "dltune.cli", *_TUNE, "--trials", "2", "--storage",
-         f"sqlite:///{db}", "--seed", "0", "--preset-epochs", "1", "--json"],
+         f"sqlite:///{db}", "--seed", "0", "--preset-epochs", "1", "--repeat-best", "1", "--json"],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -41,6 +41,11 @@ def test_tune_json_reports_front_best_and_preset_comparison(tuned_db):
     comparison = study["comparison"]
     assert comparison["preset_label"] == "caffe/mnist (no numpy preset), epochs capped 11->1"
     assert comparison["speedup"] > 0 and comparison["trial"] in {0, 1}
+    # --repeat-best 1: the most accurate trial measured again with seed 1
+    (repeat,) = study["repeats"]
+    best = max(study["pareto"], key=lambda t: (t["accuracy"], -t["train_time_s"]))
+    assert repeat["trial"] == best["number"] and repeat["seed"] == 1 and repeat["status"] == "ok"
+    assert 0.0 <= repeat["accuracy_again"] <= 1.0 and study["repeat_summary"]["pairs"] == 1
 
 
 @pytest.mark.slow
@@ -60,6 +65,9 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         done.stderr.strip().splitlines()[0]] and "Unknown search-space dimension 'nonsense'" in done.stderr
+    done = cli(*_TUNE, "--repeat-best", "-1", "--storage", url)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "The 'repeat_best' parameter must be an int in [0, 1000]. Got -1 instead." in done.stderr
     done = cli("worker", "--study", "nope", "--storage", url)
     assert done.returncode == 2 and "No study named 'nope'" in done.stderr
     done = cli("tune", "--frameworks", "numpy", "--storage", "postgresql://u:hunter22@127.0.0.1:1/x")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dltune.measure import Measurement
 from dltune.tuning import StudyResult, TrialSummary, TuneResult
 from dltune.tuning._tune import _compare, preset_for
@@ -45,3 +47,59 @@ def test_preset_labels_say_what_was_borrowed_and_capped(tiny_workload):
     config, label = preset_for("numpy", tiny_workload, max_epochs=4)
     assert config.framework == "numpy" and config.epochs == 4
     assert label == "caffe/mnist (no numpy preset), epochs capped 11->4"
+
+
+def _repeat(trial, accuracy, again, seconds=1.0, seconds_again=1.1):
+    return {"trial": trial, "seed": 1, "status": "ok" if again is not None else "failed",
+            "accuracy": accuracy, "accuracy_again": again, "train_time_s": seconds,
+            "train_time_again_s": None if again is None else seconds_again,
+            "peak_rss_mb": 100.0, "peak_rss_again_mb": None if again is None else 101.0}
+
+
+def test_repeats_of_the_best_trials_say_how_much_was_luck():
+    from dltune.measure._noise import seed_noise
+
+    front = [_summary(0, 0.90, 1.0), _summary(1, 0.97, 3.0)]
+    result = _result(front)
+    assert result.repeat_summary() is None and "measured again" not in TuneResult("x", {"torch": result}).table()
+    result.repeats = [_repeat(1, 0.97, 0.95), _repeat(0, 0.90, 0.91)]
+    summary = result.repeat_summary()
+    assert summary["pairs"] == 2 and round(summary["accuracy_change_pts"], 6) == -0.5
+    assert summary["seed_noise_pts"] is None  # fewer than 3 pairs
+    assert round(summary["time_ratio"], 6) == 1.1
+    table = TuneResult("x", {"torch": result}).table()
+    assert "The most accurate trials measured again with another seed" in table
+    assert "-2.00" in table and "+1.00" in table
+    assert "changed by -0.50 points on average; seed noise needs at least 3 pairs (have 2)" in table
+
+    # A failed repeat is shown, and left out of the summary.
+    result.repeats += [_repeat(3, 0.89, None), _repeat(2, 0.88, 0.86)]
+    summary = result.repeat_summary()
+    assert summary["pairs"] == 3
+    diffs = [-0.02, 0.01, -0.02]
+    assert summary["seed_noise_pts"] == pytest.approx(100 * seed_noise(diffs))
+    assert round(summary["accuracy_change_pts"], 6) == round(100 * sum(diffs) / 3, 6)
+    table = TuneResult("x", {"torch": result}).table()
+    assert "failed" in table and f"seed noise of one run about {100 * seed_noise(diffs):.2f} points" in table
+    data = result.to_dict()
+    assert data["repeats"] == result.repeats and data["repeat_summary"] == summary
+
+
+def test_the_trials_measured_again_are_the_most_accurate_feasible_ones():
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
+    from dltune.tuning._tune import _most_accurate
+
+    def trial(accuracy, seconds, feasible=True, state=TrialState.COMPLETE):
+        return create_trial(
+            state=state, values=None if state != TrialState.COMPLETE else [accuracy],
+            user_attrs={"test_accuracy": accuracy, "train_time_s": seconds, "config": {"epochs": 1}},
+            system_attrs={"constraints": [-1.0 if feasible else 1.0]})
+
+    study = optuna.create_study(direction="maximize")
+    for t in (trial(0.90, 1.0), trial(0.99, 1.0, feasible=False), trial(0.95, 2.0),
+              trial(0.95, 1.0), trial(0.97, 1.0, state=TrialState.FAIL), trial(0.80, 1.0)):
+        study.add_trial(t)
+    assert [t.number for t in _most_accurate(study, 3)] == [3, 2, 0]
+    assert [t.number for t in _most_accurate(study, 10)] == [3, 2, 0, 5]

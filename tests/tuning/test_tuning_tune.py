@@ -284,3 +284,45 @@ def test_a_gpu_tune_is_a_study_of_its_own_and_its_trials_run_there(tiny_workload
     assert summary.study_name.endswith(f":numpy:{Hardware.detect().target}+cuda")
     study = _study(url, summary.study_name)
     assert {t.user_attrs["config"]["device"] for t in study.trials} == {"cuda"}
+
+
+@pytest.mark.slow
+def test_repeat_best_measures_the_most_accurate_trials_again_once(tiny_workload, cheap_space, tmp_path, tiny_kb):
+    """The K most accurate trials run once more with seed + 1, stored on the study (a resumed
+    call measures none again), and recommend counts each as a configuration of two runs."""
+    from optuna.trial import TrialState
+
+    from dltune.measure import Measurement
+    from dltune.surrogate import fitted_model
+    from dltune.surrogate._model import measured_key
+
+    url = f"sqlite:///{tmp_path}/r.db"
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=4, storage=url,
+               seed=0, compare_preset=False, repeat_best=3)["numpy"]
+    study = _study(url, res.study_name)
+    complete = sorted(study.get_trials(states=(TrialState.COMPLETE,)),
+                      key=lambda t: (-t.user_attrs["test_accuracy"], t.user_attrs["train_time_s"], t.number))
+    assert [r["trial"] for r in res.repeats] == [t.number for t in complete[:3]]
+    ids = []
+    for row, trial in zip(res.repeats, complete, strict=False):
+        stored = Measurement.from_dict(study.user_attrs[f"repeat_measurement:{trial.number}"])
+        assert stored.ok and stored.config == {**trial.user_attrs["config"], "seed": 1} and row["seed"] == 1
+        assert row["accuracy"] == trial.user_attrs["test_accuracy"]
+        assert row["accuracy_again"] == stored.metrics["test_accuracy"] and row["status"] == "ok"
+        assert row["train_time_again_s"] == stored.metrics["train_time_s"]
+        ids.append(stored.id)
+    assert res.repeat_summary()["pairs"] == 3 and res.repeat_summary()["seed_noise_pts"] is not None
+
+    again = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=4, storage=url,
+                 seed=0, compare_preset=False, repeat_best=3)["numpy"]
+    assert again.repeats == res.repeats and len(_study(url, res.study_name).trials) == 4
+    assert [Measurement.from_dict(_study(url, res.study_name).user_attrs[f"repeat_measurement:{r['trial']}"]).id
+            for r in again.repeats] == ids  # not measured again
+
+    perf = fitted_model(storage=url, kb_path=tiny_kb / "records.jsonl")
+    runs, _ = perf.measured_runs(tiny_workload.dataset.fingerprint(), "mlp")
+    by_key = {measured_key(r["config"]): r for r in runs}
+    for row, trial in zip(res.repeats, complete, strict=False):
+        entry = by_key[measured_key(trial.user_attrs["config"])]
+        assert entry["runs"] == 2
+        assert entry["accuracy"] == pytest.approx((row["accuracy"] + row["accuracy_again"]) / 2)
