@@ -39,7 +39,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 27
+FORMAT_VERSION = 28
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -1250,11 +1250,14 @@ class PerformanceModel:
     def _fit_measured(self, data: list[dict[str, Any]]) -> None:
         """Each workload's measured configurations: their mean accuracy over distinct seeds (a
         run measured again with its seed, e.g. by ``dltune kb calibrate``, counts once), and
-        the workload's seed noise where it has :data:`MIN_NOISE_PAIRS` repeat pairs."""
+        the workload's seed noise where it has :data:`MIN_NOISE_PAIRS` repeat pairs, at least
+        one test sample's worth of accuracy (1 / n_test)."""
         by_workload: dict[str, dict[str, dict[str, Any]]] = {}
+        n_test: dict[str, float] = {}
         for d in data:
             w = d["workload"]
             key = workload_key(w.get("fingerprint"), w.get("model") or w["meta"].get("model"))
+            n_test[key] = float(w["meta"].get("n_test") or 0)
             entry = by_workload.setdefault(key, {}).setdefault(measured_key(d["config"]), {
                 "config": {k: v for k, v in d["config"].items() if k not in ("seed", "threads", "timeout_s")},
                 "seeds": {}})
@@ -1263,6 +1266,10 @@ class PerformanceModel:
         for key, configs in by_workload.items():
             diffs = [a[0] - a[1] for c in configs.values() if len(a := list(c["seeds"].values())) >= 2]
             sigma = seed_noise(diffs) if len(diffs) >= MIN_NOISE_PAIRS else None
+            if sigma is not None and n_test[key] > 0:
+                # Accuracies are whole test samples: when most pairs tie, the median difference
+                # is 0, yet that says the noise is below the resolution, not that there is none.
+                sigma = max(sigma, 1.0 / n_test[key])
             self.measured_[key] = {"sigma": sigma, "configs": [
                 {"config": c["config"], "accuracy": float(np.mean(list(c["seeds"].values()))),
                  "runs": len(c["seeds"])} for c in configs.values()]}
@@ -1282,6 +1289,13 @@ class PerformanceModel:
         if isinstance(entry["configs"], bytes):  # as loaded: each workload's parsed when asked for
             entry["configs"] = json.loads(entry["configs"].decode())
         return entry["configs"], entry["sigma"] if entry["sigma"] is not None else self._nearest_sigma(fingerprint, model)
+
+    def has_own_seed_noise(self, fingerprint: str | None, model: str | None) -> bool:
+        """Whether the workload's seed noise (:meth:`measured_runs`) is its own: it has at least
+        :data:`MIN_NOISE_PAIRS` configurations measured with two seeds."""
+        self._check_fitted()
+        entry = self.measured_.get(workload_key(fingerprint, model))
+        return bool(entry) and entry["sigma"] is not None
 
     def _nearest_sigma(self, fingerprint: str | None, model: str | None) -> float:
         """The seed noise of a workload without repeats of its own: the median of its

@@ -162,6 +162,19 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
     assert rec.config.learning_rate == 0.0123 and rec.measured_runs == 1
     assert rec.predicted["accuracy"][0] == 1.0 and rec.predicted["accuracy"][1] < 1.0
     assert "This configuration was measured on this workload (1 run)" in rec.reason
+    # The tiny knowledge base has fewer than 3 repeat pairs of this workload: its noise is borrowed.
+    assert not perf.has_own_seed_noise(workload.dataset.fingerprint(), "mlp")
+    assert "borrowed from its nearest measured workloads" in rec.reason
+    assert "`dltune tune --repeat-best 3` measures them" in rec.reason
+    # Three of its configurations measured again with another seed (as `tune --repeat-best 3`
+    # does): the noise is its own.
+    again = [dict(d, id=f"again-{i}", config=dict(d["config"], seed=9),
+                  metrics=dict(d["metrics"], test_accuracy=d["metrics"]["test_accuracy"] - 0.01 * (i + 1)))
+             for i, d in enumerate(r.to_dict() for r in RecordStore(kb.parent).records()
+                                   if r.ok and r.workload["fingerprint"] == workload.dataset.fingerprint()
+                                   and r.config["seed"] == 0) if i < 3]
+    rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, records=[mine, *again])
+    assert ", from its own repeat pairs" in rec.reason and "borrowed" not in rec.reason
     assert f"100.0% measured, at least {100 * rec.predicted['accuracy'][1]:.1f}%" in rec.reason
     assert "accuracy as measured on this workload (1 run)" in str(rec)
     assert rec.to_dict()["measured_runs"] == 1

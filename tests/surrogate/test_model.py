@@ -1076,7 +1076,7 @@ def test_each_workloads_measured_configurations_are_kept(model, tiny_kb, tmp_pat
             # No seed, threads or timeout in what a candidate is built from.
             assert all({"seed", "threads", "timeout_s"}.isdisjoint(r["config"]) for r in runs)
             # Fewer than MIN_NOISE_PAIRS repeat pairs (3 runs of seed 1 in all): no noise of its own.
-            assert sigma == m.measured_sigma_ > 0
+            assert sigma == m.measured_sigma_ > 0 and not m.has_own_seed_noise(fingerprint, name)
     assert model.measured_runs("0" * 16, "mlp") == ([], model.measured_sigma_)
     # One more run's interval: the model's coverage of N(mean, sigma^2 (1 + 1/runs)).
     low, high = model.measured_interval(np.array([0.9, 0.9, 0.999]), np.array([1, 4, 1]), 0.02)
@@ -1097,6 +1097,7 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
     fitted = PerformanceModel(max_iter=20).fit(records + again)
     runs, sigma = fitted.measured_runs(target, records[0]["workload"]["model"])
     assert sigma == pytest.approx(0.02 / 0.6745 / math.sqrt(2))
+    assert fitted.has_own_seed_noise(target, records[0]["workload"]["model"])
     from dltune.surrogate._model import measured_key
 
     seeds = {}
@@ -1108,6 +1109,23 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
     # Every other workload has no repeats: the median of those that have (this one).
     other = next(d for d in records if d["workload"]["fingerprint"] != target)["workload"]
     assert fitted.measured_runs(other["fingerprint"], other["model"])[1] == fitted.measured_sigma_ == sigma
+    assert not fitted.has_own_seed_noise(other["fingerprint"], other["model"])
+    # Three pairs are enough, two are not.
+    assert PerformanceModel(max_iter=20).fit(records + again[:3]).has_own_seed_noise(target, other["model"])
+    assert not PerformanceModel(max_iter=20).fit(records + again[:2]).has_own_seed_noise(target, other["model"])
+
+
+def test_a_workloads_seed_noise_is_at_least_one_test_sample(tiny_kb):
+    """Repeats that tie (the median difference 0) give one test sample's worth, not 0."""
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok and r.config["seed"] == 0]
+    target = records[0]["workload"]
+    mine = [d for d in records if d["workload"]["fingerprint"] == target["fingerprint"]][:4]
+    again = [dict(d, id=f"tie-{i}", config=dict(d["config"], seed=7)) for i, d in enumerate(mine)]
+    fitted = PerformanceModel(max_iter=20).fit(records + again)
+    runs, sigma = fitted.measured_runs(target["fingerprint"], target["model"])
+    assert sigma == 1.0 / target["meta"]["n_test"] and fitted.has_own_seed_noise(target["fingerprint"], target["model"])
+    low, high = fitted.measured_interval(np.array([0.9]), np.array([2]), sigma)
+    assert low[0] < 0.9 < high[0]
 
 
 def test_a_workload_without_repeats_takes_the_seed_noise_of_its_nearest(tiny_kb, monkeypatch):
