@@ -213,12 +213,12 @@ def _measured(model: Any, held: list[dict[str, Any]]) -> Any:
     from dltune.surrogate._model import measured_key
 
     w = held[0]["workload"]
-    runs, sigma = model.measured_runs(w.get("fingerprint"), w.get("model") or w["meta"].get("model"))
+    runs, noise = model.measured_runs(w.get("fingerprint"), w.get("model") or w["meta"].get("model"))
     by_key = {measured_key(m["config"]): m for m in runs}
     hits = [(i, by_key[k]) for i, d in enumerate(held) if (k := measured_key(d["config"])) in by_key]
     if not hits:
         return None
-    return Measured.of(model, [i for i, _ in hits], [m for _, m in hits], sigma)
+    return Measured.of(model, [i for i, _ in hits], [m for _, m in hits], noise)
 
 
 def _noise(records: Sequence[dict[str, Any]], accuracy: np.ndarray, seed: int = 0,

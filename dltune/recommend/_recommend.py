@@ -13,7 +13,7 @@ import numpy as np
 from dltune._errors import DltuneError, ParameterError
 from dltune._validation import check_choice, check_float, check_int
 from dltune.config import TrainConfig
-from dltune.measure._noise import MIN_NOISE_PAIRS
+from dltune.measure._noise import MIN_NOISE_PAIRS, SeedNoise
 from dltune.recommend._candidates import candidate_configs, describe, measured_candidates
 
 __all__ = ["Candidate", "Recommendation", "recommend", "OBJECTIVES", "pick", "alternatives_of"]
@@ -56,20 +56,20 @@ class Measured(NamedTuple):
     accuracy: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    sigma: float
+    noise: SeedNoise
     configs: int  # how many measured configurations (each a candidate per thread setting)
-    own_sigma: bool = True  # the seed noise is the workload's own (else borrowed)
+    own_noise: bool = True  # the seed noise is the workload's own (else borrowed)
 
     @classmethod
-    def of(cls, perf: Any, index: Any, entries: list[dict[str, Any]], sigma: float,
-           own_sigma: bool = True) -> Measured:
+    def of(cls, perf: Any, index: Any, entries: list[dict[str, Any]], noise: SeedNoise,
+           own_noise: bool = True) -> Measured:
         """Candidates ``index``, each the measured configuration in ``entries`` at its place
         (``PerformanceModel.measured_runs``' entries; one may stand for several candidates)."""
         accuracy = np.array([e["accuracy"] for e in entries], dtype=float)
         runs = np.array([e["runs"] for e in entries], dtype=int)
-        low, high = perf.measured_interval(accuracy, runs, sigma)
-        return cls(np.asarray(index, dtype=int), runs, accuracy, low, high, float(sigma),
-                   len({id(e) for e in entries}), bool(own_sigma))
+        low, high = perf.measured_interval(accuracy, runs, noise)
+        return cls(np.asarray(index, dtype=int), runs, accuracy, low, high, noise,
+                   len({id(e) for e in entries}), bool(own_noise))
 
     def apply(self, pred: dict[str, np.ndarray], sure: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``pred`` with the measured candidates' accuracy (and ``sure``, what they are ranked
@@ -86,10 +86,11 @@ class Measured(NamedTuple):
 
 def _noise_source(measured: Measured) -> str:
     """Where a workload's seed noise came from, for the reason."""
-    if measured.own_sigma:
+    if measured.own_noise:
         return ", from its own repeat pairs"
     return (f", borrowed from its nearest measured workloads: it has fewer than {MIN_NOISE_PAIRS} "
-            "configurations measured with two seeds (`dltune tune --repeat-best 3` measures them)")
+            "configurations measured with two seeds away from 0 and 100% "
+            "(`dltune tune --repeat-best 3` measures them)")
 
 
 class _Predicted(NamedTuple):
@@ -392,10 +393,10 @@ def recommend(
                                     dataset_kind=kind)
         # The configurations measured on this workload (a `tune`'s or `bench`'s runs, or the
         # knowledge base's) are candidates too, with the accuracy they measured.
-        runs, sigma = perf.measured_runs(fingerprint, spec.name)
+        runs, noise = perf.measured_runs(fingerprint, spec.name)
         extra, which = measured_candidates(runs, frameworks, hw.usable_cores)
         measured = Measured.of(perf, np.arange(len(configs), len(configs) + len(extra)),
-                               [runs[i] for i in which], sigma,
+                               [runs[i] for i in which], noise,
                                perf.has_own_seed_noise(fingerprint, spec.name)) if extra else None
         configs = configs + extra
         targets: dict[int | None, dict[str, Any]] = {}
@@ -471,11 +472,13 @@ def recommend(
         reason += (f" This configuration was measured on this workload ({chosen.measured_runs} "
                    f"run{'s' if chosen.measured_runs > 1 else ''}): its accuracy is the measured mean, "
                    f"and its interval that of one more run, given seed noise of "
-                   f"{100 * measured.sigma:.2f} points per run{_noise_source(measured)}.")
+                   f"{100 * float(measured.noise.at(chosen.accuracy[0])):.2f} points per run "
+                   f"at that accuracy{_noise_source(measured)}.")
     elif measured is not None:
         reason += (f" The {measured.configs} configurations measured on this workload were "
                    f"candidates too, with the accuracy they measured and the interval of one more run "
-                   f"(seed noise of {100 * measured.sigma:.2f} points per run{_noise_source(measured)}).")
+                   f"(seed noise of {100 * float(measured.noise.at(measured.accuracy.max())):.2f} points per "
+                   f"run at the best of them, {100 * measured.accuracy.max():.1f}%{_noise_source(measured)}).")
     if share < 1.0:
         model_name = spec.name if perf.model_measured(spec.name) else None
         reason += (f" Its own predictions are extrapolated: candidates are ranked {100 * share:.0f}% by the "

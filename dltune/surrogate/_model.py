@@ -16,7 +16,7 @@ from dltune._errors import NotFittedError, ParameterError
 from dltune._validation import check_int
 from dltune.backends import BACKENDS
 from dltune.hardware._hardware import cpu_identity
-from dltune.measure._noise import MIN_NOISE_PAIRS, seed_noise
+from dltune.measure._noise import SeedNoise, noise_scale
 from dltune.surrogate._estimators import (
     SIZE_INPUTS,
     AccuracySurrogate,
@@ -39,7 +39,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 28
+FORMAT_VERSION = 29
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -1250,8 +1250,9 @@ class PerformanceModel:
     def _fit_measured(self, data: list[dict[str, Any]]) -> None:
         """Each workload's measured configurations: their mean accuracy over distinct seeds (a
         run measured again with its seed, e.g. by ``dltune kb calibrate``, counts once), and
-        the workload's seed noise where it has :data:`MIN_NOISE_PAIRS` repeat pairs, at least
-        one test sample's worth of accuracy (1 / n_test)."""
+        the workload's seed noise (the scale of :class:`~dltune.measure._noise.SeedNoise`) where
+        it has :data:`MIN_NOISE_PAIRS` repeat pairs that tell, at least one test sample's worth
+        of accuracy (1 / n_test)."""
         by_workload: dict[str, dict[str, dict[str, Any]]] = {}
         n_test: dict[str, float] = {}
         for d in data:
@@ -1264,35 +1265,34 @@ class PerformanceModel:
             entry["seeds"].setdefault(str(d["config"].get("seed")), float(d["metrics"]["test_accuracy"]))
         self.measured_: dict[str, dict[str, Any]] = {}
         for key, configs in by_workload.items():
-            diffs = [a[0] - a[1] for c in configs.values() if len(a := list(c["seeds"].values())) >= 2]
-            sigma = seed_noise(diffs) if len(diffs) >= MIN_NOISE_PAIRS else None
-            if sigma is not None and n_test[key] > 0:
-                # Accuracies are whole test samples: when most pairs tie, the median difference
-                # is 0, yet that says the noise is below the resolution, not that there is none.
-                sigma = max(sigma, 1.0 / n_test[key])
-            self.measured_[key] = {"sigma": sigma, "configs": [
+            floor = 1.0 / n_test[key] if n_test[key] > 0 else 0.0
+            pairs = [a[:2] for c in configs.values() if len(a := list(c["seeds"].values())) >= 2]
+            self.measured_[key] = {"sigma": noise_scale(pairs, floor), "floor": floor, "configs": [
                 {"config": c["config"], "accuracy": float(np.mean(list(c["seeds"].values()))),
                  "runs": len(c["seeds"])} for c in configs.values()]}
         sigmas = [m["sigma"] for m in self.measured_.values() if m["sigma"] is not None]
-        # Without repeats anywhere: a point, about the median seed noise of the shipped ones.
-        self.measured_sigma_ = float(np.median(sigmas)) if sigmas else 0.01
+        # Without repeats anywhere: a tenth of sqrt(p (1 - p)), about the median of the shipped ones.
+        self.measured_sigma_ = float(np.median(sigmas)) if sigmas else 0.1
 
-    def measured_runs(self, fingerprint: str | None, model: str | None) -> tuple[list[dict[str, Any]], float]:
+    def measured_runs(self, fingerprint: str | None, model: str | None) -> tuple[list[dict[str, Any]], SeedNoise]:
         """The configurations measured on a workload (its data set's fingerprint and model):
         each ``{"config", "accuracy", "runs"}`` (the mean accuracy over ``runs`` distinct
-        seeds), and the seed noise of one run (the workload's own where it has enough repeat
-        pairs, else that of its nearest measured workloads: :meth:`_nearest_sigma`)."""
+        seeds), and the seed noise of one run (:class:`SeedNoise`: the workload's own scale
+        where it has enough repeat pairs, else that of its nearest measured workloads,
+        :meth:`_nearest_sigma`)."""
         self._check_fitted()
         entry = self.measured_.get(workload_key(fingerprint, model))
         if not entry:
-            return [], self.measured_sigma_
+            return [], SeedNoise(self.measured_sigma_, 0.0)
         if isinstance(entry["configs"], bytes):  # as loaded: each workload's parsed when asked for
             entry["configs"] = json.loads(entry["configs"].decode())
-        return entry["configs"], entry["sigma"] if entry["sigma"] is not None else self._nearest_sigma(fingerprint, model)
+        scale = entry["sigma"] if entry["sigma"] is not None else self._nearest_sigma(fingerprint, model)
+        return entry["configs"], SeedNoise(scale, entry["floor"])
 
     def has_own_seed_noise(self, fingerprint: str | None, model: str | None) -> bool:
         """Whether the workload's seed noise (:meth:`measured_runs`) is its own: it has at least
-        :data:`MIN_NOISE_PAIRS` configurations measured with two seeds."""
+        :data:`MIN_NOISE_PAIRS` configurations measured with two seeds whose mean is more than
+        a test sample from 0 and 100 % (:func:`~dltune.measure._noise.noise_scale`)."""
         self._check_fitted()
         entry = self.measured_.get(workload_key(fingerprint, model))
         return bool(entry) and entry["sigma"] is not None
@@ -1314,13 +1314,15 @@ class PerformanceModel:
         nearest = known[np.argsort(dist[known], kind="stable")[:NOISE_NEIGHBOURS]]
         return float(np.median(sigmas[nearest]))
 
-    def measured_interval(self, accuracy: np.ndarray, runs: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    def measured_interval(self, accuracy: np.ndarray, runs: np.ndarray, noise: SeedNoise | float) -> tuple[np.ndarray, np.ndarray]:
         """The interval (at the model's ``coverage``) of one more run of a configuration whose
-        ``runs`` runs measured ``accuracy`` on average, given seed noise ``sigma`` per run."""
+        ``runs`` runs measured ``accuracy`` on average, given seed noise ``noise`` per run (a
+        :class:`SeedNoise`, or one sigma for every accuracy)."""
         from statistics import NormalDist
 
-        half = NormalDist().inv_cdf(0.5 + self.coverage / 2) * sigma * np.sqrt(1.0 + 1.0 / np.asarray(runs, dtype=float))
         accuracy = np.asarray(accuracy, dtype=float)
+        sigma = noise.at(accuracy) if isinstance(noise, SeedNoise) else float(noise)
+        half = NormalDist().inv_cdf(0.5 + self.coverage / 2) * sigma * np.sqrt(1.0 + 1.0 / np.asarray(runs, dtype=float))
         return np.clip(accuracy - half, 0.0, 1.0), np.clip(accuracy + half, 0.0, 1.0)
 
     def workload_meta(self, fingerprint: str) -> dict[str, Any] | None:
@@ -1363,7 +1365,7 @@ class PerformanceModel:
             "workloads": self.workloads_, "workload_scale": self.workload_scale_.tolist(),
             # Each workload's configurations in an array of its own, parsed only when asked for
             # (all 50 of the shipped knowledge base in one JSON took 48 ms to parse).
-            "measured": {k: {"sigma": m["sigma"]} for k, m in self.measured_.items()},
+            "measured": {k: {"sigma": m["sigma"], "floor": m["floor"]} for k, m in self.measured_.items()},
             "measured_sigma": self.measured_sigma_,
             "workload_center": self.workload_center_.tolist(), "ood_threshold": self.ood_threshold_,
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
@@ -1411,7 +1413,7 @@ class PerformanceModel:
                 model.machine_time_[machine] = model._estimators(model.encoder_)[1].load_arrays(
                     arrays, f"time@{i}.")
                 model.machine_time_info_[machine] = info
-            model.measured_ = {k: {"sigma": m["sigma"], "configs": arrays[f"measured@{i}"].tobytes()}
+            model.measured_ = {k: {"sigma": m["sigma"], "floor": m["floor"], "configs": arrays[f"measured@{i}"].tobytes()}
                                for i, (k, m) in enumerate(state["measured"].items())}
         model.workloads_ = state["workloads"]
         model.measured_sigma_ = state["measured_sigma"]

@@ -184,7 +184,7 @@ class TuneResult:
                 noise = summary["seed_noise_pts"]
                 parts.append(
                     f"{fw}: measured again, the {summary['pairs']} most accurate trials changed by "
-                    f"{summary['accuracy_change_pts']:+.2f} points on average"
+                    f"{round(summary['accuracy_change_pts'], 2) + 0.0:+.2f} points on average"
                     + (f"; seed noise of one run about {noise:.2f} points" if noise is not None
                        else f"; seed noise needs at least 3 pairs (have {summary['pairs']})"))
         return "\n".join(parts)

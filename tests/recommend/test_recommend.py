@@ -130,7 +130,7 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
     from dltune.surrogate._model import measured_key
 
     perf = fitted_model(storage=None, kb_path=kb)
-    runs, sigma = perf.measured_runs(workload.dataset.fingerprint(), "mlp")
+    runs, noise = perf.measured_runs(workload.dataset.fingerprint(), "mlp")
     mine = [r.to_dict() for r in RecordStore(kb.parent).records()
             if r.ok and r.workload["fingerprint"] == workload.dataset.fingerprint()]
     # Its runs at 1 and 2 threads, and repeats with another seed, are one configuration each.
@@ -148,9 +148,9 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
         config = entry.configs[i].to_dict()
         assert by_key[measured_key(config)]["accuracy"] == accuracy == pred["accuracy"][i]
         assert (low, high) == (pred["accuracy_low"][i], pred["accuracy_high"][i])
-        expected = perf.measured_interval(np.array([accuracy]), np.array([by_key[measured_key(config)]["runs"]]), sigma)
+        expected = perf.measured_interval(np.array([accuracy]), np.array([by_key[measured_key(config)]["runs"]]), noise)
         assert (low, high) == (expected[0][0], expected[1][0]) and sure[i] == low
-    assert measured.sigma == sigma and measured.configs == n
+    assert measured.noise == noise and measured.configs == n
 
     # A run of the user's own at a configuration no candidate has, measured at 100 %: with its
     # low end (one more run, given the seed noise) above every other, it is the pick.

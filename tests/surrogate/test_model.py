@@ -11,6 +11,7 @@ import pytest
 
 from dltune._errors import NotFittedError, ParameterError
 from dltune.kb import RecordStore
+from dltune.measure._noise import SeedNoise, noise_scale
 from dltune.surrogate import (
     PerformanceModel,
     clear_memory_cache,
@@ -1070,19 +1071,40 @@ def test_each_workloads_measured_configurations_are_kept(model, tiny_kb, tmp_pat
             expected.setdefault(measured_key(d["config"]), {}).setdefault(
                 d["config"]["seed"], d["metrics"]["test_accuracy"])
         for m in (model, loaded):
-            runs, sigma = m.measured_runs(fingerprint, name)
+            runs, noise = m.measured_runs(fingerprint, name)
             assert {measured_key(r["config"]): (r["accuracy"], r["runs"]) for r in runs} == {
                 k: (pytest.approx(np.mean(list(v.values()))), len(v)) for k, v in expected.items()}
             # No seed, threads or timeout in what a candidate is built from.
             assert all({"seed", "threads", "timeout_s"}.isdisjoint(r["config"]) for r in runs)
             # Fewer than MIN_NOISE_PAIRS repeat pairs (3 runs of seed 1 in all): no noise of its own.
-            assert sigma == m.measured_sigma_ > 0 and not m.has_own_seed_noise(fingerprint, name)
-    assert model.measured_runs("0" * 16, "mlp") == ([], model.measured_sigma_)
+            assert noise.scale == m.measured_sigma_ > 0 and not m.has_own_seed_noise(fingerprint, name)
+            assert noise.floor == 1.0 / mine[0]["workload"]["meta"]["n_test"]
+    assert model.measured_runs("0" * 16, "mlp") == ([], SeedNoise(model.measured_sigma_, 0.0))
     # One more run's interval: the model's coverage of N(mean, sigma^2 (1 + 1/runs)).
     low, high = model.measured_interval(np.array([0.9, 0.9, 0.999]), np.array([1, 4, 1]), 0.02)
     assert low[0] == pytest.approx(0.9 - 1.2816 * 0.02 * math.sqrt(2), abs=1e-4)
     assert high[1] - low[1] == pytest.approx(2 * 1.2816 * 0.02 * math.sqrt(1.25), abs=1e-4)
     assert high[2] == 1.0
+
+
+def _scale(runs, less):
+    """The seed-noise scale of pairs (a, a - less): median |difference| / sqrt(m (1 - m)) at
+    the pair's mean m, / 0.6745 / sqrt 2."""
+    acc = np.array([d["metrics"]["test_accuracy"] for d in runs])
+    mean = acc - less / 2
+    assert np.all((mean >= 0.01 - 1e-9) & (mean <= 0.99 + 1e-9))  # a test sample or more from 0 and 100 %: every pair tells
+    return float(np.median(less / np.sqrt(mean * (1 - mean))) / 0.6745 / math.sqrt(2))
+
+
+def test_seed_noise_scales_with_the_room_to_differ():
+    """sigma(p) = scale sqrt(p (1 - p)), at least the floor; pairs at 0 or 100 % do not tell."""
+    noise = SeedNoise(0.1, 0.004)
+    assert noise.at([0.5, 0.9, 1.0]) == pytest.approx([0.05, 0.03, 0.004])
+    pairs = [(0.5, 0.6), (0.9, 0.88), (0.8, 0.8), (1.0, 1.0), (0.999, 1.0)]
+    expected = np.median([0.1 / math.sqrt(0.55 * 0.45), 0.02 / math.sqrt(0.89 * 0.11), 0.0]) / 0.6745 / math.sqrt(2)
+    assert noise_scale(pairs, floor=0.004) == pytest.approx(expected)
+    assert noise_scale(pairs[:2] + pairs[3:], floor=0.004) is None  # two pairs tell: too few
+    assert noise_scale(pairs[:2] + pairs[3:], floor=0.0) is not None  # (0.999, 1.0) tells without a floor
 
 
 def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
@@ -1095,8 +1117,8 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
                   metrics=dict(d["metrics"], test_accuracy=d["metrics"]["test_accuracy"] - 0.02))
              for i, d in enumerate(mine)]
     fitted = PerformanceModel(max_iter=20).fit(records + again)
-    runs, sigma = fitted.measured_runs(target, records[0]["workload"]["model"])
-    assert sigma == pytest.approx(0.02 / 0.6745 / math.sqrt(2))
+    runs, noise = fitted.measured_runs(target, records[0]["workload"]["model"])
+    assert noise.scale == pytest.approx(_scale(mine, 0.02))
     assert fitted.has_own_seed_noise(target, records[0]["workload"]["model"])
     from dltune.surrogate._model import measured_key
 
@@ -1108,7 +1130,7 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
     assert all(len(seeds[measured_key(d["config"])]) >= 2 for d in mine)
     # Every other workload has no repeats: the median of those that have (this one).
     other = next(d for d in records if d["workload"]["fingerprint"] != target)["workload"]
-    assert fitted.measured_runs(other["fingerprint"], other["model"])[1] == fitted.measured_sigma_ == sigma
+    assert fitted.measured_runs(other["fingerprint"], other["model"])[1].scale == fitted.measured_sigma_ == noise.scale
     assert not fitted.has_own_seed_noise(other["fingerprint"], other["model"])
     # Three pairs are enough, two are not.
     assert PerformanceModel(max_iter=20).fit(records + again[:3]).has_own_seed_noise(target, other["model"])
@@ -1116,15 +1138,18 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
 
 
 def test_a_workloads_seed_noise_is_at_least_one_test_sample(tiny_kb):
-    """Repeats that tie (the median difference 0) give one test sample's worth, not 0."""
+    """Repeats that tie (the median difference 0) give a scale of 0, and one test sample's worth
+    of noise at any accuracy, not 0."""
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok and r.config["seed"] == 0]
-    target = records[0]["workload"]
-    mine = [d for d in records if d["workload"]["fingerprint"] == target["fingerprint"]][:4]
+    target = next(d for d in records if d["metrics"]["test_accuracy"] < 0.9)["workload"]
+    mine = [d for d in records if d["workload"]["fingerprint"] == target["fingerprint"]
+            and d["metrics"]["test_accuracy"] < 0.95][:4]
     again = [dict(d, id=f"tie-{i}", config=dict(d["config"], seed=7)) for i, d in enumerate(mine)]
     fitted = PerformanceModel(max_iter=20).fit(records + again)
-    runs, sigma = fitted.measured_runs(target["fingerprint"], target["model"])
-    assert sigma == 1.0 / target["meta"]["n_test"] and fitted.has_own_seed_noise(target["fingerprint"], target["model"])
-    low, high = fitted.measured_interval(np.array([0.9]), np.array([2]), sigma)
+    runs, noise = fitted.measured_runs(target["fingerprint"], target["model"])
+    assert noise.scale == 0.0 and fitted.has_own_seed_noise(target["fingerprint"], target["model"])
+    assert noise.at(0.9) == noise.floor == 1.0 / target["meta"]["n_test"]
+    low, high = fitted.measured_interval(np.array([0.9]), np.array([2]), noise)
     assert low[0] < 0.9 < high[0]
 
 
@@ -1142,15 +1167,16 @@ def test_a_workload_without_repeats_takes_the_seed_noise_of_its_nearest(tiny_kb,
                        metrics=dict(d["metrics"], test_accuracy=d["metrics"]["test_accuracy"] - noise))
                   for i, d in enumerate(mine)]
     fitted = PerformanceModel(max_iter=20).fit(records + again)
-    sigmas = [fitted.measured_runs(f, "mlp")[1] for f in fingerprints[:2]]
-    assert sigmas == pytest.approx([0.02 / 0.6745 / math.sqrt(2), 0.06 / 0.6745 / math.sqrt(2)])
+    sigmas = [fitted.measured_runs(f, "mlp")[1].scale for f in fingerprints[:2]]
+    assert sigmas == pytest.approx([_scale([d for d in records if d["workload"]["fingerprint"] == f][:4], n)
+                                    for n, f in zip((0.02, 0.06), fingerprints[:2], strict=True)])
     # The third: the median of its nearest with noise of their own (both of them, here) ...
-    assert fitted.measured_runs(fingerprints[2], "mlp")[1] == pytest.approx(np.median(sigmas))
+    assert fitted.measured_runs(fingerprints[2], "mlp")[1].scale == pytest.approx(np.median(sigmas))
     # ... or, with one neighbour, the nearest one's.
     monkeypatch.setattr(_model, "NOISE_NEIGHBOURS", 1)
     index = next(i for i, w in enumerate(fitted.workloads_) if w["fingerprint"] == fingerprints[2])
     dist = fitted._distances(workload_vector(fitted.workloads_[index]["meta"])[_model._NOVELTY_IDX], skip=index, model="mlp")
     nearest = fitted.workloads_[int(np.argmin(dist))]["fingerprint"]
-    assert fitted.measured_runs(fingerprints[2], "mlp")[1] == pytest.approx(sigmas[fingerprints.index(nearest)])
+    assert fitted.measured_runs(fingerprints[2], "mlp")[1].scale == pytest.approx(sigmas[fingerprints.index(nearest)])
     # A workload never measured: the median of all that have noise of their own.
-    assert fitted.measured_runs("0" * 16, "mlp")[1] == fitted.measured_sigma_ == pytest.approx(np.median(sigmas))
+    assert fitted.measured_runs("0" * 16, "mlp")[1].scale == fitted.measured_sigma_ == pytest.approx(np.median(sigmas))
