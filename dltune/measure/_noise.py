@@ -41,8 +41,8 @@ def noise_scale(pairs: Sequence[Sequence[float]], floor: float = 0.0) -> float |
     or None with fewer than :data:`MIN_NOISE_PAIRS` that tell: a pair whose mean is within
     ``floor`` of 0 or 100 % says nothing of the scale (its runs have no room to differ)."""
     eps = 1e-9  # a mean exactly one test sample from the edge tells, whatever the rounding
-    telling = [(a, b) for a, b in pairs
-               if floor - eps <= (a + b) / 2 <= 1.0 - floor + eps and 0.0 < (a + b) / 2 < 1.0]
+    telling = [(a - b, m) for a, b in pairs
+               if 0.0 < (m := (a + b) / 2) < 1.0 and floor - eps <= m <= 1.0 - floor + eps]
     if len(telling) < MIN_NOISE_PAIRS:
         return None
-    return seed_noise([(a - b) / math.sqrt((a + b) / 2 * (1.0 - (a + b) / 2)) for a, b in telling])
+    return seed_noise([d / math.sqrt(m * (1.0 - m)) for d, m in telling])

@@ -114,7 +114,6 @@ def workload_key(fingerprint: str | None, model: str | None) -> str:
     return f"{fingerprint}|{model}"
 
 
-
 def _as_dict(record: Any) -> dict[str, Any]:
     return record if isinstance(record, dict) else record.to_dict()
 

@@ -115,22 +115,30 @@ def _recommended(workload: Any, hardware: Any, framework: str) -> list[TrainConf
     return [c for c in rec.configs if c.framework == framework]
 
 
+def _stored_measurement(study: Any, key: str, workload: Any, config: TrainConfig, pool: Any,
+                        env: Mapping[str, str] | None = None) -> Measurement:
+    """The measurement stored on the study under ``key``, else ``config`` measured now (in
+    start-up environment ``env``) and, if it ran, stored there, so a resumed run reuses it."""
+    from dltune._bench import measure
+    from dltune.tuning._objective import _startup_environment
+
+    stored = study.user_attrs.get(key)
+    if stored is not None:
+        return Measurement.from_dict(stored)
+    with _startup_environment(env or {}):
+        record = measure(workload, config, pool=pool)
+    if record.ok:
+        study.set_user_attr(key, record.to_dict())
+    return record
+
+
 def _measure_preset(study: Any, workload: Any, framework: str, base: TrainConfig,
                     preset_epochs: int | None, pool: Any) -> tuple[Measurement, str]:
     """The preset's measurement, stored on the study so that a resumed run reuses it."""
-    from dltune._bench import measure
-
     config, label = preset_for(framework, workload, preset_epochs)
     config = config.replace(seed=base.seed, threads=base.threads, timeout_s=base.timeout_s,
                             device=base.device)
-    key = f"preset_measurement:{label}"
-    stored = study.user_attrs.get(key)
-    if stored is not None:
-        return Measurement.from_dict(stored), label
-    record = measure(workload, config, pool=pool)
-    if record.ok:
-        study.set_user_attr(key, record.to_dict())
-    return record, label
+    return _stored_measurement(study, f"preset_measurement:{label}", workload, config, pool), label
 
 
 def _most_accurate(study: Any, k: int) -> list[Any]:
@@ -152,22 +160,12 @@ def _repeat_best(study: Any, workload: Any, k: int, pool: Any) -> list[dict[str,
     :func:`dltune.recommend` uses for the configurations measured on it. Each repeat is stored
     on the study (``repeat_measurement:<trial>``), so a resumed call measures only new ones.
     """
-    from dltune._bench import measure
-    from dltune.tuning._objective import _startup_environment
-
     rows = []
     for trial in _most_accurate(study, k):
-        key = f"repeat_measurement:{trial.number}"
-        stored = study.user_attrs.get(key)
-        if stored is not None:
-            record = Measurement.from_dict(stored)
-        else:
-            config = TrainConfig.from_dict(trial.user_attrs["config"])
-            config = config.replace(seed=config.seed + 1)
-            with _startup_environment(trial.user_attrs.get("startup_env") or {}):
-                record = measure(workload, config, pool=pool)
-            if record.ok:
-                study.set_user_attr(key, record.to_dict())
+        config = TrainConfig.from_dict(trial.user_attrs["config"])
+        record = _stored_measurement(study, f"repeat_measurement:{trial.number}", workload,
+                                     config.replace(seed=config.seed + 1), pool,
+                                     trial.user_attrs.get("startup_env"))
         metrics = record.metrics if record.ok else {}
         rows.append({
             "trial": trial.number,
