@@ -123,4 +123,34 @@ def run(args: argparse.Namespace) -> int:
               f"{c.get('PRUNED', 0)} pruned")
     url = mask_url(args.storage or default_storage_url())
     print(f"storage: {url}  (browse: dltune dashboard" + (f" --storage '{url}')" if args.storage else ")"))
+    if base is None:  # recommend's candidates are CPU configurations
+        print(recommend_hint(args, frameworks))
     return 0
+
+
+# tune's constraint flags and recommend's
+_CONSTRAINT_FLAGS = (("max_train_time", "--max-train-time"), ("max_memory", "--max-memory-mb"),
+                     ("min_accuracy", "--min-accuracy"))
+
+
+def recommend_hint(args: argparse.Namespace, frameworks: list[str]) -> str:
+    """The ``dltune recommend`` command that picks among these trials (and the knowledge base's
+    configurations) by what one more run would reach, with why to run it."""
+    import shlex
+
+    from dltune.tuning._storage import mask_url
+
+    command = ["dltune", "recommend", "--workload", args.workload, "--model", args.model or "lenet"]
+    for item in args.data or []:
+        command += ["--data", item]
+    command += ["--objective", "accuracy", "--frameworks", ",".join(frameworks)]
+    for attr, flag in _CONSTRAINT_FLAGS:
+        if getattr(args, attr, None) is not None:
+            command += [flag, format(getattr(args, attr), "g")]
+    if args.storage:
+        command += ["--storage", mask_url(args.storage)]
+    trials = "these trials and their repeats" if getattr(args, "repeat_best", 0) else "these trials"
+    return ("which configuration to use: " + shlex.join(command) + "\n"
+            f"  (it ranks {trials}, with the knowledge base's configurations, by the accuracy one "
+            "more run reaches at least; the front's most accurate trial is partly the seed's luck: "
+            "docs/tuning.md)")
