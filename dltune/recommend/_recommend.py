@@ -496,11 +496,19 @@ def recommend(
         reason += (f" Training times come from a cost model fitted on this machine's own runs "
                    f"({own['records']} runs of {own['workloads']} workloads, "
                    f"{' and '.join(own['frameworks'])}).")
+    elif speed and chosen.config.framework not in (perf.reference_frameworks_ or [chosen.config.framework]):
+        # No speed to compare with: the reference machine never ran the framework.
+        fw = chosen.config.framework
+        reason += (f" The machine most of the knowledge base was measured on never ran {fw}, so "
+                   f"there is no speed to compare with: {fw}'s training times are "
+                   + ("the cost model's, scaled to this machine's own runs of it." if fw in speed
+                      else "extrapolated by the cost model, and this machine has too few runs of it "
+                      "to scale them (more `dltune bench` or `tune` runs of it would)."))
     elif speed:
         factor = math.exp(machine_factor(speed, chosen.config.framework, spec.name, threads))
         reason += (f" Training times are scaled to this machine's measured speed: its runs took "
                    f"{factor:.2g}x as long as those of the machine most of the knowledge base was "
-                   f"measured on, for {chosen.config.framework}"
+                   f"measured on, {_for_framework(speed, chosen.config.framework)}"
                    f"{_threads_gain(speed, chosen.config.framework, threads)}.")
     now = None if spanned else perf.machine_now_.get(machine)
     if now:
@@ -508,15 +516,16 @@ def recommend(
         if info.get("here", True):
             factor = math.exp(machine_factor(now, chosen.config.framework, spec.name, threads))
             reason += (f" This machine's calibration ({info['runs']} runs, {info['measured_to']}) ran "
-                       f"{factor:.2g}x as long as this machine ran them for the knowledge base, for "
-                       f"{chosen.config.framework}{_threads_gain(now, chosen.config.framework, threads)}:"
+                       f"{factor:.2g}x as long as this machine ran them for the knowledge base, "
+                       f"{_for_framework(now, chosen.config.framework)}"
+                       f"{_threads_gain(now, chosen.config.framework, threads)}:"
                        f" training times are scaled to it.")
         else:
             ratio = machine_factor(info["ratio"], chosen.config.framework, spec.name)
             factor = math.exp(machine_factor(now, chosen.config.framework, spec.name))
             reason += (f" A machine of this kind ran the shipped calibration ({info['runs']} runs, "
-                       f"{info['measured_to']}) {ratio:.2g}x as long as the knowledge base's runs, for "
-                       f"{chosen.config.framework}: its speed varies from day to day, so training "
+                       f"{info['measured_to']}) {ratio:.2g}x as long as the knowledge base's runs, "
+                       f"{_for_framework(info['ratio'], chosen.config.framework)}: its speed varies from day to day, so training "
                        f"times are scaled {factor:.2g}x and their interval reaches both speeds "
                        f"(`dltune kb calibrate` measures this machine's speed now).")
     return Recommendation(
@@ -530,6 +539,16 @@ def recommend(
         constraints=limits, interval_notes=interval_notes, ranked_own_share=share,
         measured_runs=chosen.measured_runs,
     )
+
+
+def _for_framework(entry: dict[str, float], framework: str) -> str:
+    """The reason's words for whose factor a machine's ``entry`` gives ``framework``: its own,
+    else the one over the frameworks that machine ran (``machine_factor``'s fallback)."""
+    if framework in entry:
+        return f"for {framework}"
+    ran = sorted(k for k in entry if k[:1] not in ("*", "~", "@") and "/" not in k and "@" not in k)
+    return (f"over {', '.join(ran)} ({framework} was not among its runs)" if ran
+            else f"over its runs ({framework} was not among them)")
 
 
 def _threads_gain(entry: dict[str, float], framework: str, threads: int | None) -> str:

@@ -497,6 +497,11 @@ class PerformanceModel:
 
         # Counted without those calibration runs: they are not the knowledge base's runs.
         self.reference_machine_ = reference_machine(take(machines, timed))
+        # What another machine's factor for a framework compares with: the reference machine's
+        # runs of it. A framework only other machines ran has a factor against the cost model's
+        # extrapolation, not a speed ratio (recommend's reason says so).
+        self.reference_frameworks_ = sorted({frameworks[i] for i in timed
+                                             if machines[i] == self.reference_machine_})
         counts = Counter(take(machines, timed))
         others = {m for m, n in counts.items() if m != self.reference_machine_ and n >= MIN_MACHINE_RECORDS}
         self.machine_speed_ = self._fit_per_machine(
@@ -1371,6 +1376,7 @@ class PerformanceModel:
             "frameworks": self.frameworks_, "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
+            "reference_frameworks": self.reference_frameworks_,
             "memory_reference_machine": self.memory_reference_machine_,
             "machine_memory": self.machine_memory_,
             "machine_time": [dict(self.machine_time_info_[m], machine=m) for m in self.machine_time_],
@@ -1426,6 +1432,8 @@ class PerformanceModel:
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]
         model.reference_machine_ = state["reference_machine"]
+        # None in a file written before it was kept: the reason then reads every factor as a speed.
+        model.reference_frameworks_ = state.get("reference_frameworks")
         model.memory_reference_machine_ = state.get("memory_reference_machine", model.reference_machine_)
         model.machine_speed_ = state["machine_speed"]
         model.machine_memory_ = state["machine_memory"]

@@ -289,6 +289,33 @@ def test_alien_hardware_is_flagged_not_confident(kb, workload):
     assert all(np.isfinite(t) and t < 1000 * local.predicted["train_time_s"][2] for t in times), times
 
 
+def test_a_framework_only_another_machine_ran_has_no_speed_ratio_in_the_reason(kb, workload, tiny_kb):
+    """Another machine's runs of a framework the knowledge base's machine never ran (a backend
+    not in the knowledge base, tuned there): its factor is against the cost model's
+    extrapolation, not a speed, and the reason says so instead of quoting it as one."""
+    from dltune.kb import RecordStore
+
+    other = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
+             "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][::2]
+    runs = [dict(d, id=f"pt-{i}", hardware=dict(d["hardware"], **other),
+                 config=dict(d["config"], framework="pytensor")) for i, d in enumerate(records)]
+    assert len(runs) >= 8  # MIN_MACHINE_RECORDS: the machine gets factors of its own
+    rec = recommend(workload, hardware=other, records=runs, frameworks=["pytensor"],
+                    knowledge_base=kb, storage=None, objective="accuracy")
+    assert rec.framework == "pytensor"
+    assert ("The machine most of the knowledge base was measured on never ran pytensor, so there is "
+            "no speed to compare with: pytensor's training times are the cost model's, scaled to this "
+            "machine's own runs of it.") in rec.reason, rec.reason
+    assert "as long as those of the machine" not in rec.reason
+    # The knowledge base's framework, which that machine never ran: its speed is the machine's
+    # over the frameworks it did run, and the reason says whose.
+    numpy = recommend(workload, hardware=other, records=runs, frameworks=["numpy"],
+                      knowledge_base=kb, storage=None, objective="accuracy")
+    assert ("as long as those of the machine most of the knowledge base was measured on, over "
+            "pytensor (numpy was not among its runs).") in numpy.reason, numpy.reason
+
+
 def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workload, tiny_kb):
     """Records of another machine (what ``dltune kb calibrate`` writes there) scale its predicted
     training times and stop the "never measured" flag; without them it is flagged."""

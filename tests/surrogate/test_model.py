@@ -578,6 +578,7 @@ def test_machine_speed_survives_save_and_load(tiny_kb, tmp_path):
     rows = [record_row(d) for d in _on_another_machine(records, 6, 2.0) + wide]
     assert loaded.machine_speed_ == model.machine_speed_ and loaded.machine_memory_ == model.machine_memory_
     assert loaded.threads_measured_ == model.threads_measured_
+    assert loaded.reference_frameworks_ == model.reference_frameworks_ == ["numpy"]
     a, b = loaded.predict(rows), model.predict(rows)
     assert all(np.allclose(a[k], b[k]) for k in a)
 
