@@ -126,10 +126,21 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     return list(records.values())
 
 
+# The knowledge-base file's digest by path, with the (modification time, size) it had then: every
+# recommend call keys its fit on it.
+_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
+
+
 def _shipped_digest(path: Path) -> str:
-    if not path.exists():
+    try:
+        stat = path.stat()
+    except OSError:
         return "none"
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    hit = _DIGESTS.get(str(path))
+    if hit is None or hit[0] != stamp:
+        hit = _DIGESTS[str(path)] = (stamp, hashlib.sha256(path.read_bytes()).hexdigest())
+    return hit[1]
 
 
 def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[dict[str, Any]]) -> str:

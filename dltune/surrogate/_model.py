@@ -907,8 +907,11 @@ class PerformanceModel:
         """Standardised distances of ``vector`` to the measured workloads; with ``model``, those
         of another model are infinitely far where ``model`` was measured (:meth:`model_measured`):
         a workload's size, shape and landmarks say little about how another model trains on it."""
-        refs = np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_])
-        diff = (refs - vector[None, :]) / self.workload_scale_[None, :]
+        cached = getattr(self, "_workload_vectors", None)
+        if cached is None or cached[0] is not self.workloads_:  # once per fit or load
+            cached = self._workload_vectors = (
+                self.workloads_, np.array([workload_vector(w["meta"])[_NOVELTY_IDX] for w in self.workloads_]))
+        diff = (cached[1] - vector[None, :]) / self.workload_scale_[None, :]
         diff = np.where(np.isfinite(diff), diff, 3.0)  # a feature unknown on one side: far
         dist = np.sqrt(np.mean(diff**2, axis=1))
         dist[~self._of_model(model)] = np.inf

@@ -177,6 +177,32 @@ def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monk
     assert all(not here[r.id]["kb"].get("shipped") for r in records)
 
 
+def test_calibration_files_are_parsed_again_only_when_they_change(tiny_kb, tmp_path, monkeypatch):
+    """recommend reads the calibrations on every call (to notice a new one): an unchanged file
+    is not parsed again, a changed one is, and what a caller does to the records it got does
+    not reach the next caller."""
+    import dltune._paths as paths
+    import dltune.kb._calibrate as calibrate
+    from dltune.kb import calibration_records
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(calibrate, "shipped_calibration_paths", lambda: [])
+    folder = tmp_path / "cache" / "kb" / "calibration-0123456789"
+    records = RecordStore(tiny_kb).records()[:3]
+    for r in records[:2]:
+        RecordStore(folder).append(r, {"suite": "calibration"})
+    parsed = []
+    real = calibrate.read_jsonl
+    monkeypatch.setattr(calibrate, "read_jsonl", lambda path: parsed.append(path) or real(path))
+    first = calibration_records()
+    first[0]["id"] = "changed by a caller"
+    second = calibration_records()
+    assert len(parsed) == 1 and len(second) == 2
+    assert {e["id"] for e in second} == {r.id for r in records[:2]}
+    RecordStore(folder).append(records[2], {"suite": "calibration"})
+    assert {e["id"] for e in calibration_records()} == {r.id for r in records} and len(parsed) == 2
+
+
 def test_cli_export_calibration_needs_calibration_records(tmp_path, capsys):
     from dltune.cli import main
 
