@@ -1,11 +1,12 @@
 """Does ``tune --repeat-best 3`` make ``recommend``'s pick better? Measured, not simulated.
 
     python benchmarks/repeat_best_picks.py [--replicates 8] [--first-replicate 0] [--trials 12] [--truth-seeds 4]
-        [--framework torch] [--json]
+        [--framework torch] [--model lenet] [--data KEY=VALUE ...] [--json]
 
-On a workload the knowledge base has not measured (a synthetic 1,200-sample 16x16x1 LeNet, 6
-classes, difficulty 0.75; not out of distribution, its nearest measured workloads printed; about
-90 % accurate, where one run's seed moves the accuracy by points), each replicate:
+On a workload the knowledge base has not measured (by default a synthetic 1,200-sample 16x16x1
+LeNet, 6 classes, difficulty 0.75, about 90 % accurate, where one run's seed moves the accuracy
+by points; ``--model`` and ``--data`` change it; its nearest measured workloads are printed),
+each replicate:
 
 1. runs ``dltune.tune`` with ``repeat_best=3`` (``--trials`` trials, the sampler and the runs
    seeded by the replicate) into a fresh SQLite study;
@@ -66,16 +67,22 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--truth-seeds", type=int, default=4)
     parser.add_argument("--framework", default="torch")
+    parser.add_argument("--model", default="lenet", help="model preset (default: lenet)")
+    parser.add_argument("--data", action="append", metavar="KEY=VALUE", default=[],
+                        help="change a synthetic data set parameter, e.g. --data difficulty=0.5")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
     import dltune
     from dltune import TrainConfig, Workload
+    from dltune.cli._common import parse_key_values
     from dltune.surrogate._cache import load_storage_records
     from dltune.surrogate._model import measured_key
 
-    workload = Workload.from_name("synthetic", model="lenet", **WORKLOAD)
-    label = "synthetic[" + ",".join(f"{k}={v}" for k, v in WORKLOAD.items() if k != "seed") + "]-lenet"
+    params = {**WORKLOAD, **parse_key_values(args.data, "data")}
+    workload = Workload.from_name("synthetic", model=args.model, **params)
+    label = ("synthetic[" + ",".join(f"{k}={v}" for k, v in params.items() if k != "seed")
+             + f"]-{args.model}")
     rows = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
