@@ -3,9 +3,31 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-__all__ = ["cache_dir", "data_dir", "user_cache_dir"]
+__all__ = ["cache_dir", "data_dir", "user_cache_dir", "while_unchanged"]
+
+_T = TypeVar("_T")
+# What while_unchanged computed, by (function, path), with the file's (modification time, size).
+_UNCHANGED: dict[tuple[Any, str], tuple[tuple[int, int], Any]] = {}
+
+
+def while_unchanged(path: Path, compute: Callable[[Path], _T], missing: _T) -> _T:
+    """``compute(path)``, kept and computed again only when the file's modification time or size
+    changed; ``missing`` where the file cannot be read. ``compute`` must be a module-level
+    function (it is part of the key). For what every ``recommend`` call reads to notice a
+    change (the knowledge base's digest, the calibration records) but rarely finds one."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return missing
+    stamp, key = (stat.st_mtime_ns, stat.st_size), (compute, str(path))
+    hit = _UNCHANGED.get(key)
+    if hit is None or hit[0] != stamp:
+        hit = _UNCHANGED[key] = (stamp, compute(path))
+    return hit[1]
 
 
 def cache_dir() -> Path:

@@ -7,6 +7,10 @@ import argparse
 from dltune.cli._common import add_workload_args, load_workload, parse_key_values, print_json
 
 _OBJECTIVES = {"accuracy": ("accuracy",), "time": ("train_time",), "both": ("accuracy", "train_time")}
+# Each constraint: tune's option (its argparse name), tune's constraint key, recommend's flag.
+_CONSTRAINTS = (("max_train_time", "max_train_time_s", "--max-train-time"),
+                ("max_memory", "max_memory_mb", "--max-memory-mb"),
+                ("min_accuracy", "min_accuracy", "--min-accuracy"))
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -86,11 +90,8 @@ def run(args: argparse.Namespace) -> int:
     fixed = parse_key_values(args.fix, "fix")
     if fixed:
         space = space.fix(**fixed)
-    constraints = {}
-    for key, value in (("max_train_time_s", args.max_train_time), ("max_memory_mb", args.max_memory),
-                       ("min_accuracy", args.min_accuracy)):
-        if value is not None:
-            constraints[key] = value
+    constraints = {key: getattr(args, attr) for attr, key, _ in _CONSTRAINTS
+                   if getattr(args, attr) is not None}
     result = tune(
         load_workload(args),
         frameworks=frameworks,
@@ -128,11 +129,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# tune's constraint flags and recommend's
-_CONSTRAINT_FLAGS = (("max_train_time", "--max-train-time"), ("max_memory", "--max-memory-mb"),
-                     ("min_accuracy", "--min-accuracy"))
-
-
 def recommend_hint(args: argparse.Namespace, frameworks: list[str]) -> str:
     """The ``dltune recommend`` command that picks among these trials (and the knowledge base's
     configurations) by what one more run would reach, with why to run it."""
@@ -144,7 +140,7 @@ def recommend_hint(args: argparse.Namespace, frameworks: list[str]) -> str:
     for item in args.data or []:
         command += ["--data", item]
     command += ["--objective", "accuracy", "--frameworks", ",".join(frameworks)]
-    for attr, flag in _CONSTRAINT_FLAGS:
+    for attr, _, flag in _CONSTRAINTS:
         if getattr(args, attr, None) is not None:
             command += [flag, format(getattr(args, attr), "g")]
     if args.storage:

@@ -63,36 +63,23 @@ def calibration_plan(frameworks: list[str]) -> list[PlannedRun]:
     return machine_plan("calibration", frameworks, all_cores=True, **CALIBRATION_PLAN)
 
 
-# Each calibration file as parsed, by path, with the (modification time, size) it had then:
-# ``recommend`` reads them on every call, to notice a calibration made since, and parsing them
-# again took 10 of a repeated call's 15 ms.
-_PARSED: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
-
-
-def _parsed(path: Path) -> list[dict[str, Any]]:
-    """``path``'s records, parsed again only when the file changed (a new stamp)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return []
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    hit = _PARSED.get(str(path))
-    if hit is None or hit[0] != stamp:
-        hit = _PARSED[str(path)] = (stamp, list(read_jsonl(path)))
-    return hit[1]
+def _records_of(path: Path) -> list[dict[str, Any]]:
+    return list(read_jsonl(path))
 
 
 def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:
     """Every calibration record in the cache (with ``cache``), and with ``shipped`` those
     shipped in the package (any machine's: each is calibrated on its own), marked
     ``kb.shipped``; a run in both counts once, as the cache's (made on this machine)."""
-    from dltune._paths import cache_dir
+    from dltune._paths import cache_dir, while_unchanged
 
     here = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")) if cache else []
     paths = [(p, False) for p in here] + [(p, True) for p in (shipped_calibration_paths() if shipped else [])]
     records: dict[str, dict[str, Any]] = {}
     for path, in_package in paths:
-        for e in _parsed(path):
+        # Parsed again only when the file changed: every recommend call reads them, to notice a
+        # calibration made since, and parsing took 10 of a repeated call's 15 ms.
+        for e in while_unchanged(path, _records_of, []):
             key = str(e.get("id"))
             if e.get("status") == "ok" and key not in records:
                 # A copy each call: the parsed records are kept for the next.

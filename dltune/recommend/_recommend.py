@@ -496,8 +496,9 @@ def recommend(
         reason += (f" Training times come from a cost model fitted on this machine's own runs "
                    f"({own['records']} runs of {own['workloads']} workloads, "
                    f"{' and '.join(own['frameworks'])}).")
-    elif speed and chosen.config.framework not in (perf.reference_frameworks_ or [chosen.config.framework]):
-        # No speed to compare with: the reference machine never ran the framework.
+    elif speed and perf.reference_frameworks_ is not None and chosen.config.framework not in perf.reference_frameworks_:
+        # No speed to compare with: the reference machine never ran the framework (a model saved
+        # before reference_frameworks_ was kept, None, reads every factor as a speed).
         fw = chosen.config.framework
         reason += (f" The machine most of the knowledge base was measured on never ran {fw}, so "
                    f"there is no speed to compare with: {fw}'s training times are "
@@ -546,7 +547,8 @@ def _for_framework(entry: dict[str, float], framework: str) -> str:
     else the one over the frameworks that machine ran (``machine_factor``'s fallback)."""
     if framework in entry:
         return f"for {framework}"
-    ran = sorted(k for k in entry if k[:1] not in ("*", "~", "@") and "/" not in k and "@" not in k)
+    # The per-framework keys: not "*", "~..." (spreads), "<framework>/<model>" or "...@<threads>".
+    ran = sorted(k for k in entry if k[:1] not in ("*", "~") and "/" not in k and "@" not in k)
     return (f"over {', '.join(ran)} ({framework} was not among its runs)" if ran
             else f"over its runs ({framework} was not among them)")
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._paths import while_unchanged
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
 __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_records",
@@ -126,21 +127,13 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     return list(records.values())
 
 
-# The knowledge-base file's digest by path, with the (modification time, size) it had then: every
-# recommend call keys its fit on it.
-_DIGESTS: dict[str, tuple[tuple[int, int], str]] = {}
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _shipped_digest(path: Path) -> str:
-    try:
-        stat = path.stat()
-    except OSError:
-        return "none"
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    hit = _DIGESTS.get(str(path))
-    if hit is None or hit[0] != stamp:
-        hit = _DIGESTS[str(path)] = (stamp, hashlib.sha256(path.read_bytes()).hexdigest())
-    return hit[1]
+    # Hashed again only when the file changed: every recommend call keys its fit on it.
+    return while_unchanged(path, _sha256, "none")
 
 
 def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[dict[str, Any]]) -> str:
