@@ -10,6 +10,7 @@ from dltune.config._train_config import (
     PRESETS,
     TrainConfig,
     available_presets,
+    default_preset,
 )
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "ThreadConfig",
     "TrainConfig",
     "available_presets",
+    "default_preset",
     "usable_cores",
 ]

@@ -143,3 +143,10 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
 
 def available_presets(dataset: str = "mnist") -> list[str]:
     return sorted(name for (name, d) in PRESETS if d == dataset)
+
+
+def default_preset(framework: str, dataset: str = "mnist") -> str:
+    """The name of ``framework``'s own default preset for ``dataset`` (``mnist`` or ``cifar10``):
+    its own where it has one, else Caffe's (MXNet; Theano on CIFAR-10; numpy and PyTensor). The
+    knowledge-base build measures this one on every workload, and ``recommend`` shows it."""
+    return framework if framework in available_presets(dataset) else "caffe"

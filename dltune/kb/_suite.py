@@ -201,13 +201,10 @@ def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> T
 
 
 def _preset(framework: str, workload: SuiteWorkload, channels: int, max_threads: int) -> TrainConfig | None:
-    name = {"torch": "torch", "tensorflow": "tensorflow", "theano": "theano"}.get(framework, "caffe")
-    dataset = "cifar10" if channels == 3 else "mnist"
-    from dltune.config import available_presets
+    from dltune.config import default_preset
 
-    if name not in available_presets(dataset):
-        name = "caffe"
-    config = TrainConfig.preset(name, dataset, framework=framework)
+    dataset = "cifar10" if channels == 3 else "mnist"
+    config = TrainConfig.preset(default_preset(framework, dataset), dataset, framework=framework)
     # The published defaults run 11-350 epochs; the suite caps them (recorded in the provenance).
     return config.replace(
         epochs=min(config.epochs, workload.max_epochs), early_stopping_patience=None,

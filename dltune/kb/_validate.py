@@ -85,6 +85,27 @@ class ValidationReport:
             f"worst, within the bar on {_at_most(self.workloads, 'regret_floor_points', self.bars['regret_points_max'])}; "
             f"the regret at or below its floor on {_at_floor(self.workloads)})",
         ]
+        presets = o.get("presets") or {}
+        if presets:
+            n, bar = len(self.workloads), self.bars["regret_points_max"]
+
+            def _scores(regret: float, within: int, of: int, ratio: float) -> str:
+                return f"{regret:.2f} / {within} of {of} / {ratio:.2f}x"
+
+            verdicts.append(
+                "for comparison, the runs of each framework's default preset on the held-out "
+                "workloads (epochs capped as the knowledge-base build capped them; MXNet runs "
+                "Caffe's, and so does Theano on 3-channel data, for which it has none), as points "
+                f"below the best run on average / within {bar} of it / time over the best run's in "
+                "the median: " + ", ".join(
+                    f"{name} " + _scores(p["regret_points"], p["within_bar"], p["workloads"], p["time_ratio"])
+                    + ("" if p["workloads"] == n else " (the pick on those workloads: " + _scores(
+                        p["picked_regret_points"], p["picked_within_bar"], p["workloads"],
+                        p["picked_time_ratio"]) + ")")
+                    for name, p in sorted(presets.items(), key=lambda item: item[1]["regret_points"]))
+                + "; the pick " + _scores(o["regret_points"], _at_most(self.workloads, "regret_points", bar), n,
+                                          o["picked_time_ratio"])
+                + f"; a run drawn at random {_fmt(o.get('random_run_regret_points'))} points below")
         flagged = [r for r in self.workloads if r.get("out_of_distribution")]
         if flagged:
             others = [r for r in self.workloads if not r.get("out_of_distribution")]
@@ -280,6 +301,43 @@ def _regret_floor(accuracy: np.ndarray, sigma: float, seed: int = 0, draws: int 
     again = accuracy + rng.normal(0.0, sigma, (draws, len(accuracy)))
     picked = again[np.arange(draws), rng.choice(top, draws)]
     return 100 * float(np.mean(again.max(axis=1) - picked))
+
+
+def _presets(held: Sequence[dict[str, Any]], accuracy: np.ndarray, seconds: np.ndarray,
+             best: int) -> dict[str, dict[str, float]]:
+    """What each framework's default preset (``TrainConfig.preset``, as the knowledge-base build
+    runs it: MXNet and other frameworks without one run Caffe's) measured on the held-out
+    workload, as a baseline for the pick: per framework, the best run's accuracy minus the mean
+    of its preset runs, in points, and their mean training time over the best run's."""
+    out: dict[str, dict[str, float]] = {}
+    for framework in sorted({d["config"]["framework"] for d in held if d["config"].get("preset_name")}):
+        runs = np.array([bool(d["config"].get("preset_name")) and d["config"]["framework"] == framework
+                         for d in held])
+        out[framework] = {"regret_points": round(100 * float(accuracy[best] - accuracy[runs].mean()), 9),
+                          "time_ratio": float(seconds[runs].mean() / seconds[best]), "runs": int(runs.sum()),
+                          "preset": sorted({d["config"]["preset_name"] for d, r in zip(held, runs, strict=True) if r})[0]}
+    return out
+
+
+def _overall_presets(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per framework's preset, over the workloads that measured it: the mean regret, how many
+    workloads it was within the regret bar on, and the median time ratio; and the same for the
+    pick on those workloads, so that each comparison is made on the same workloads."""
+    out: dict[str, dict[str, float]] = {}
+    for name in sorted({n for r in rows for n in r["presets"]}):
+        on = [r for r in rows if name in r["presets"]]
+        regrets = np.array([r["presets"][name]["regret_points"] for r in on])
+        picked = np.array([r["regret_points"] for r in on])
+        out[name] = {
+            "workloads": len(on),
+            "regret_points": float(regrets.mean()),
+            "within_bar": int((regrets <= BARS["regret_points_max"]).sum()),
+            "time_ratio": float(np.median([r["presets"][name]["time_ratio"] for r in on])),
+            "picked_regret_points": float(picked.mean()),
+            "picked_within_bar": int((picked <= BARS["regret_points_max"]).sum()),
+            "picked_time_ratio": float(np.median([r["picked_time_ratio"] for r in on])),
+        }
+    return out
 
 
 def _overall_noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -523,6 +581,8 @@ def validate_kb(
         picked = {k: held[chosen]["config"][k] for k in
                   ("framework", "optimizer", "learning_rate", "batch_size", "epochs")}
         noise = _noise(held, a_true, scored=scored)
+        presets = _presets(held, a_true, t_true, best)
+        mean_regret = round(100 * float(a_true[best] - a_true.mean()), 9)
         held_all, held = held, [d for d, s in zip(held, scored, strict=True) if s]
         pred = {k: v[scored] for k, v in pred.items()}
         t_pred = {k: v[scored] for k, v in t_pred.items()}
@@ -582,6 +642,10 @@ def validate_kb(
             # 1 + how many of the workload's runs (all of them) measured more accurate than the pick.
             "picked_place": place,
             "picked_time_ratio": time_ratio,
+            # Baselines: each framework's default preset as measured here, and a run of the
+            # workload's drawn at random (the mean of all, the drawn own runs among them).
+            "presets": presets,
+            "random_run_regret_points": mean_regret,
             **noise,
         })
         if bar is not None:
@@ -610,6 +674,8 @@ def validate_kb(
         "picked_place_median": float(np.median([r["picked_place"] for r in rows])) if rows else None,
         "picked_place_max": max(r["picked_place"] for r in rows) if rows else None,
         "out_of_distribution": sum(r["out_of_distribution"] for r in rows),
+        "presets": _overall_presets(rows),
+        "random_run_regret_points": float(np.mean([r["random_run_regret_points"] for r in rows])) if rows else None,
         **_overall_noise(rows),
     }
     rows = [_clean_row(r) for r in rows]

@@ -144,7 +144,9 @@ class Recommendation:
     ``(point, low, high)``; ``alternatives`` are other candidates on the Pareto front of
     predicted training time and the accuracy each is predicted to reach at least (the low end
     of its interval, which the objectives rank by), within ``ALTERNATIVES_WITHIN`` of the
-    pick's where the front allows (:func:`alternatives_of`). ``ranked_own_share`` is how much
+    pick's where the front allows (:func:`alternatives_of`). ``defaults`` is each candidate
+    framework's own default preset (:func:`dltune.config.default_preset`), predicted as every candidate is,
+    for comparison (whether or not it meets the constraints). ``ranked_own_share`` is how much
     of that ranking is the workload's own low ends: 1 where it is like the measured workloads
     of its model, less where it is unlike them and the rest is their consensus
     (:meth:`~dltune.surrogate.PerformanceModel.ranking_accuracy`). ``measured_runs`` is the
@@ -169,6 +171,7 @@ class Recommendation:
     interval_notes: list[str] = field(default_factory=list)
     ranked_own_share: float = 1.0
     measured_runs: int = 0
+    defaults: list[Candidate] = field(default_factory=list)
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -188,6 +191,7 @@ class Recommendation:
             "hardware_target": self.hardware_target, "n_candidates": self.n_candidates,
             "kb_records": self.kb_records, "ranked_own_share": self.ranked_own_share,
             "measured_runs": self.measured_runs,
+            "defaults": [c.to_dict() for c in self.defaults],
         }
 
     def __str__(self) -> str:
@@ -221,6 +225,13 @@ class Recommendation:
                 + (", measured" if alt.measured_runs else "")
                 + f") in {alt.train_time_s[0]:.3g} s"
             )
+        if self.defaults:
+            lines.append("  for comparison, each framework's own defaults: " + "; ".join(
+                f"{c.config.framework} ({c.config.preset_name}'s: {c.config.optimizer} "
+                f"lr={c.config.learning_rate:g} batch={c.config.batch_size} epochs={c.config.epochs}) -> "
+                f"{100 * c.accuracy[0]:.1f}% (at least {100 * c.accuracy[1]:.1f}%"
+                + (", measured" if c.measured_runs else "") + f") in {c.train_time_s[0]:.3g} s"
+                for c in self.defaults))
         lines.append("  " + self.reason)
         return "\n".join(lines)
 
@@ -467,6 +478,7 @@ def recommend(
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
+    defaults = [candidate(i) for i in default_candidates(configs, frameworks, kind, runs_of)]
     reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood, runs_of)
     if measured is not None and chosen.measured_runs:
         reason += (f" This configuration was measured on this workload ({chosen.measured_runs} "
@@ -538,8 +550,25 @@ def recommend(
         out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
         hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
         constraints=limits, interval_notes=interval_notes, ranked_own_share=share,
-        measured_runs=chosen.measured_runs,
+        measured_runs=chosen.measured_runs, defaults=defaults,
     )
+
+
+def default_candidates(configs: list[TrainConfig], frameworks: list[str], dataset_kind: str,
+                       runs: np.ndarray | None = None) -> list[int]:
+    """Per framework, in ``frameworks``' order, the index of a candidate among ``configs`` that is
+    its own default preset (:func:`dltune.config.default_preset`): the one measured on the
+    workload in the most runs (``runs``, per candidate) where it was measured, else the first;
+    frameworks without one are left out."""
+    from dltune.config import default_preset
+
+    out = []
+    for framework in frameworks:
+        name = default_preset(framework, dataset_kind)
+        found = [i for i, c in enumerate(configs) if c.framework == framework and c.preset_name == name]
+        if found:
+            out.append(max(found, key=lambda i: (0 if runs is None else runs[i], -i)))
+    return out
 
 
 def _for_framework(entry: dict[str, float], framework: str) -> str:

@@ -50,8 +50,29 @@ def test_leave_one_workload_out_structure(tiny_kb):
                                        / sum(r[weight] for r in report.workloads))
     assert o["regret_points_max"] == max(r["regret_points"] for r in report.workloads)
     assert o["picked_place_max"] == max(r["picked_place"] for r in report.workloads)
+    # The random-run baseline: the best run less the mean of all the workload's runs.
+    for row in report.workloads:
+        accuracies = [r.metrics["test_accuracy"] for r in records
+                      if r.ok and workload_label(r.to_dict()) == row["label"]]
+        assert row["random_run_regret_points"] == pytest.approx(
+            100 * (row["best_measured_accuracy"] - np.mean(accuracies)))
+        # The preset baseline: each framework's default preset measured there (numpy runs Caffe's).
+        preset_runs = [r.metrics["test_accuracy"] for r in records
+                       if r.ok and workload_label(r.to_dict()) == row["label"] and r.config.get("preset_name")]
+        assert set(row["presets"]) == ({"numpy"} if preset_runs else set())
+        if preset_runs:
+            assert row["presets"]["numpy"]["preset"] == "caffe"
+            assert row["presets"]["numpy"]["runs"] == len(preset_runs)
+            assert row["presets"]["numpy"]["regret_points"] == pytest.approx(
+                100 * (row["best_measured_accuracy"] - np.mean(preset_runs)))
+    assert set(o["presets"]) == {"numpy"}
+    assert o["presets"]["numpy"]["workloads"] == sum("numpy" in r["presets"] for r in report.workloads)
+    assert o["random_run_regret_points"] == pytest.approx(
+        np.mean([r["random_run_regret_points"] for r in report.workloads]))
     text = report.table()
     assert "OVERALL" in text and "bar <= 15%" in text
+    assert (f"within 2.0 of it / time over the best run's in the median: numpy "
+            f"{o['presets']['numpy']['regret_points']:.2f} / {o['presets']['numpy']['within_bar']} of") in text
     json.dumps(report.to_dict())
 
 
@@ -378,3 +399,39 @@ def test_own_runs_are_scored_as_recommend_scores_measured_candidates(tiny_kb):
     accuracy = {measured_key(d["config"]): d["metrics"]["test_accuracy"] for d in given}
     assert measured.accuracy.tolist() == [accuracy[measured_key(held[i]["config"])] for i in measured.index]
     assert measured.runs.tolist() == [1] * len(measured.index)
+
+
+def test_presets_are_a_baseline_scored_like_the_pick():
+    """Each framework's default preset, as measured on the held-out workload: the best run's
+    accuracy less the mean of the preset's runs, and their mean time over the best run's."""
+    from dltune.kb._validate import _overall_presets, _presets
+
+    runs = [_run(0.1, 0, 2.0, 0.95), _run(0.2, 0, 1.0, 0.90), _run(0.05, 0, 8.0, 0.94),
+            _run(0.05, 1, 12.0, 0.92), _run(0.01, 0, 4.0, 0.70)]
+    for r, name, framework in zip(runs, (None, None, "torch", "torch", "caffe"),
+                                  ("torch", "mxnet", "torch", "torch", "mxnet"), strict=True):
+        r["config"].update(preset_name=name, framework=framework)
+    accuracy = np.array([r["metrics"]["test_accuracy"] for r in runs])
+    seconds = np.array([r["metrics"]["train_time_s"] for r in runs])
+    presets = _presets(runs, accuracy, seconds, best=0)
+    # Keyed by the framework that ran it (MXNet runs Caffe's); the other runs are not presets.
+    assert presets == {
+        "mxnet": {"regret_points": pytest.approx(25.0), "time_ratio": pytest.approx(2.0), "runs": 1,
+                  "preset": "caffe"},
+        "torch": {"regret_points": pytest.approx(2.0), "time_ratio": pytest.approx(5.0), "runs": 2,
+                  "preset": "torch"},
+    }
+    rows = [{"presets": presets, "regret_points": 1.0, "picked_time_ratio": 1.0},
+            {"presets": {"torch": {"regret_points": 0.5, "time_ratio": 3.0, "runs": 1}},
+             "regret_points": 3.0, "picked_time_ratio": 2.0}]
+    overall = _overall_presets(rows)
+    # Each compared with the pick on the workloads that measured it.
+    assert overall["mxnet"] == {"workloads": 1, "regret_points": pytest.approx(25.0), "within_bar": 0,
+                                "time_ratio": pytest.approx(2.0), "picked_regret_points": 1.0,
+                                "picked_within_bar": 1, "picked_time_ratio": 1.0}
+    assert overall["torch"]["workloads"] == 2 and overall["torch"]["within_bar"] == 2
+    assert overall["torch"]["regret_points"] == pytest.approx(1.25)
+    assert overall["torch"]["time_ratio"] == pytest.approx(4.0)
+    assert overall["torch"]["picked_regret_points"] == pytest.approx(2.0)
+    assert overall["torch"]["picked_within_bar"] == 1
+    assert _presets(runs[:2], accuracy[:2], seconds[:2], best=0) == {}

@@ -631,3 +631,49 @@ def test_a_pair_of_arrays_is_a_workload(kb):
     rec = recommend((x[:450], y[:450]), model="mlp", knowledge_base=kb, storage=None)
     assert rec.workload == "arrays" and rec.model == "mlp" and rec.framework == "numpy"
     assert rec.nearest_workloads[0][0].startswith("digits")  # 8x8 digits, as measured
+
+
+def test_each_framework_s_own_defaults_are_shown_for_comparison(kb, workload, monkeypatch):
+    """Each candidate framework's own default preset, predicted as every candidate is (or as
+    measured, where the knowledge base measured it on the workload), beside the pick."""
+    from dltune.config import default_preset
+    from dltune.recommend import _recommend
+    from dltune.surrogate import fitted_model
+    from dltune.surrogate._model import measured_key
+
+    rec, pred, _ = _candidates(monkeypatch, lambda: recommend(workload, knowledge_base=kb, storage=None))
+    (entry,) = _recommend._predictions.values()
+    (default,) = rec.defaults  # the tiny knowledge base measured numpy alone
+    assert default.config.framework == "numpy" and default.config.preset_name == "caffe"
+    i = next(j for j, c in enumerate(entry.configs) if c == default.config and
+             (entry.measured is None or (j in entry.measured.index) == bool(default.measured_runs)))
+    assert default.accuracy == (pred["accuracy"][i], pred["accuracy_low"][i], pred["accuracy_high"][i])
+    assert default.train_time_s[0] == pred["train_time_s"][i]
+    # The tiny build measured Caffe's preset on this very data set: shown as measured.
+    runs, _ = fitted_model(storage=None, kb_path=kb).measured_runs(workload.dataset.fingerprint(), "mlp")
+    by_key = {measured_key(r["config"]): r for r in runs}
+    measured = by_key.get(measured_key(default.config.to_dict()))
+    assert measured is not None and measured["config"]["preset_name"] == "caffe"
+    assert default.measured_runs == measured["runs"] and default.accuracy[0] == measured["accuracy"]
+    text = str(rec)
+    assert (f"for comparison, each framework's own defaults: numpy (caffe's: {default.config.optimizer} "
+            f"lr={default.config.learning_rate:g} batch={default.config.batch_size}") in text
+    assert f"-> {100 * default.accuracy[0]:.1f}% (at least {100 * default.accuracy[1]:.1f}%, measured)" in text
+    assert rec.to_dict()["defaults"][0]["config"]["preset_name"] == "caffe"
+    # Which preset is a framework's own: its own where it has one, else Caffe's.
+    assert [default_preset(f) for f in ("torch", "tensorflow", "theano", "mxnet", "numpy")] == [
+        "torch", "tensorflow", "theano", "caffe", "caffe"]
+    assert default_preset("theano", "cifar10") == "caffe" and default_preset("torch", "cifar10") == "torch"
+
+
+def test_default_candidates_prefer_the_measured_preset():
+    from dltune.recommend._recommend import default_candidates
+
+    torch = TrainConfig.preset("torch", framework="torch")
+    caffe = TrainConfig.preset("caffe", framework="mxnet")
+    configs = [torch, torch.replace(epochs=3), caffe, TrainConfig(framework="tensorflow"),
+               TrainConfig.preset("torch", framework="tensorflow")]
+    frameworks = ["tensorflow", "torch", "mxnet"]
+    # TensorFlow has only torch's preset among them, not its own: left out.
+    assert default_candidates(configs, frameworks, "mnist") == [0, 2]
+    assert default_candidates(configs, frameworks, "mnist", np.array([0, 2, 0, 0, 0])) == [1, 2]
