@@ -304,12 +304,12 @@ def _regret_floor(accuracy: np.ndarray, sigma: float, seed: int = 0, draws: int 
 
 
 def _presets(held: Sequence[dict[str, Any]], accuracy: np.ndarray, seconds: np.ndarray,
-             best: int) -> dict[str, dict[str, float]]:
+             best: int) -> dict[str, dict[str, Any]]:
     """What each framework's default preset (``TrainConfig.preset``, as the knowledge-base build
     runs it: MXNet and other frameworks without one run Caffe's) measured on the held-out
     workload, as a baseline for the pick: per framework, the best run's accuracy minus the mean
     of its preset runs, in points, and their mean training time over the best run's."""
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for framework in sorted({d["config"]["framework"] for d in held if d["config"].get("preset_name")}):
         runs = np.array([bool(d["config"].get("preset_name")) and d["config"]["framework"] == framework
                          for d in held])
