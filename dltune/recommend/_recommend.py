@@ -105,6 +105,8 @@ class _Predicted(NamedTuple):
     share: float
     band: tuple[np.ndarray, np.ndarray] | None  # the consensus band, where the workload is unlike
     measured: Measured | None  # the candidates measured on the workload, where any were
+    runs_of: np.ndarray  # per candidate, the runs that measured it on the workload (0: predicted)
+    defaults_at: list[int]  # the candidates that are each framework's own defaults (default_candidates)
 
 
 # Candidate predictions per (fitted model, workload, hardware, frameworks): objectives and
@@ -128,6 +130,14 @@ class Candidate:
     peak_rss_mb: tuple[float, float, float]
     ranked_accuracy: float | None = None
     measured_runs: int = 0
+
+    def outcome(self, ranked: bool = True) -> str:
+        """Its predicted (or measured) accuracy, low end and training time, for tables; with
+        ``ranked``, what it was ranked by where that is not the low end."""
+        return (f"{100 * self.accuracy[0]:.1f}% (at least {100 * self.accuracy[1]:.1f}%"
+                + (f", ranked at {100 * self.ranked_accuracy:.1f}%"
+                   if ranked and self.ranked_accuracy is not None else "")
+                + (", measured" if self.measured_runs else "") + f") in {self.train_time_s[0]:.3g} s")
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "accuracy": list(self.accuracy),
@@ -219,19 +229,13 @@ class Recommendation:
             d = describe(alt.config)
             lines.append(
                 f"  alternative {d['framework']}: {d['optimizer']} lr={d['lr']:g} batch={d['batch']} "
-                f"epochs={d['epochs']} threads={d['threads']} -> {100 * alt.accuracy[0]:.1f}% "
-                f"(at least {100 * alt.accuracy[1]:.1f}%"
-                + (f", ranked at {100 * alt.ranked_accuracy:.1f}%" if alt.ranked_accuracy is not None else "")
-                + (", measured" if alt.measured_runs else "")
-                + f") in {alt.train_time_s[0]:.3g} s"
+                f"epochs={d['epochs']} threads={d['threads']} -> {alt.outcome()}"
             )
         if self.defaults:
             lines.append("  for comparison, each framework's own defaults: " + "; ".join(
                 f"{c.config.framework} ({c.config.preset_name}'s: {c.config.optimizer} "
                 f"lr={c.config.learning_rate:g} batch={c.config.batch_size} epochs={c.config.epochs}) -> "
-                f"{100 * c.accuracy[0]:.1f}% (at least {100 * c.accuracy[1]:.1f}%"
-                + (", measured" if c.measured_runs else "") + f") in {c.train_time_s[0]:.3g} s"
-                for c in self.defaults))
+                + c.outcome(ranked=False) for c in self.defaults))
         lines.append("  " + self.reason)
         return "\n".join(lines)
 
@@ -398,7 +402,7 @@ def recommend(
                           sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key].perf is perf:
-        _, configs, pred, hedge_notes, sure, share, band, measured = _predictions[memo_key]
+        _, configs, pred, hedge_notes, sure, share, band, measured, runs_of, defaults_at = _predictions[memo_key]
     else:
         configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind)
@@ -433,17 +437,19 @@ def recommend(
         # cannot tell apart: between them.
         pred, machine_notes = perf.hedge_machines(pred, rows, hw_dict)
         hedge_notes = [*hedge_notes, *machine_notes]
+        runs_of = np.zeros(len(configs), dtype=int)
+        if measured is not None:
+            runs_of[measured.index] = measured.runs
+        defaults_at = default_candidates(configs, frameworks, kind, runs_of)
         if len(_predictions) >= 32:
             _predictions.pop(next(iter(_predictions)))
-        _predictions[memo_key] = _Predicted(perf, configs, pred, hedge_notes, sure, share, band, measured)
+        _predictions[memo_key] = _Predicted(perf, configs, pred, hedge_notes, sure, share, band, measured,
+                                            runs_of, defaults_at)
     # Out of distribution, the intervals are widened, never left at the knowledge base's width
     # (and the accuracy intervals reach the consensus band the picks were ranked with).
     pred, interval_notes = perf.widen(pred, meta, hw_dict, consensus=band)
     if measured is not None:  # measured, not widened
         pred = measured.apply(pred)
-    runs_of = np.zeros(len(configs), dtype=int)
-    if measured is not None:
-        runs_of[measured.index] = measured.runs
     interval_notes = [*hedge_notes, *interval_notes]
     acc, time = pred["accuracy"], pred["train_time_s"]
     feasible = np.ones(len(configs), dtype=bool)
@@ -478,7 +484,7 @@ def recommend(
     if beyond:
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
-    defaults = [candidate(i) for i in default_candidates(configs, frameworks, kind, runs_of)]
+    defaults = [candidate(i) for i in defaults_at]
     reason = _reason(chosen, objective, configs, pred, sure, idx, frameworks, perf, nearest, ood, runs_of)
     if measured is not None and chosen.measured_runs:
         reason += (f" This configuration was measured on this workload ({chosen.measured_runs} "
