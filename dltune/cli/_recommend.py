@@ -12,7 +12,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hardware", metavar="FILE.json",
                         help="recommend for the machine this JSON describes (default: this one)")
     parser.add_argument("--objective", default="balanced",
-                        help="accuracy (the surest; within half a point, the fastest), time (the fastest "
+                        help="accuracy (the surest; of those within half a point of it, the highest predicted accuracy), time (the fastest "
                              "within 2 points of the surest) or balanced (one accuracy point per halving of "
                              "the training time; default)")
     parser.add_argument("--max-train-time", type=float, metavar="S", help="training-time budget, seconds")

@@ -573,7 +573,7 @@ def validate_kb(
         a_true = np.array([d["metrics"]["test_accuracy"] for d in held])
         # The pick is made among all of the workload's configurations (the drawn own runs too);
         # the rest is scored on the runs the fit has not seen (all of them without own runs).
-        chosen = pick(objective, sure, learnt["train_time_s"])
+        chosen = pick(objective, sure, learnt["train_time_s"], pred["accuracy"])
         best = int(np.lexsort((t_true, -a_true))[0])
         regret = round(100 * float(a_true[best] - a_true[chosen]), 9)
         place = 1 + int((a_true > a_true[chosen]).sum())

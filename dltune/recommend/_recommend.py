@@ -29,12 +29,14 @@ _CONSTRAINTS = ("max_train_time", "max_memory_mb", "min_accuracy")
 # which the low end, learnt from how such configurations went wrong on other workloads, weighs.
 # "time": the fastest candidate within this much of the most accurate one (low ends).
 TIME_OBJECTIVE_SLACK = 0.02
-# "accuracy": candidates within this much of the most accurate are tied, and the fastest wins.
-# Half a point of a predicted low end is far below what the surrogates resolve (accuracy MAE 9
-# points; seed noise alone costs 2.75 points of regret on average): on the folds of the shipped
-# knowledge base (scratch, 2026-12-05) the held-out picks' regret stayed 1.22-1.33 points for a
-# tie of 0.1 to 1.25 points while their median training time fell from 1.92x to 0.92x the
-# most accurate run's; at 0.5, 1.26 and 1.09x (docs/recommendation-history.md).
+# "accuracy": candidates within this much of the surest (low ends) are tied, and the one with the
+# highest predicted (or measured) accuracy wins. Half a point of a predicted low end is far
+# below what the surrogates resolve (accuracy MAE 9 points; seed noise alone costs 2.75 points
+# of regret on average). Until 2026-12-06 the fastest of the tied won: with fresh runs on 12
+# workloads the knowledge base had not measured (benchmarks/recommend_vs_defaults.py, 5 seeds),
+# the highest point among them measured 0.77 points more (standard error 0.25) at 2.95x the
+# time, and went from 0.40 points below torch's own defaults to 0.38 above
+# (docs/recommendation.md, Against the frameworks' own defaults).
 ACCURACY_TIE = 0.005
 # "balanced": one accuracy point is worth halving the training time.
 BALANCED_POINTS_PER_HALVING = 1.0
@@ -316,12 +318,17 @@ def pareto_front(accuracy: np.ndarray, time: np.ndarray) -> np.ndarray:
     return np.array(front, dtype=int)
 
 
-def pick(objective: str, accuracy: np.ndarray, time: np.ndarray) -> int:
+def pick(objective: str, accuracy: np.ndarray, time: np.ndarray, point: np.ndarray | None = None) -> int:
     """The index the objective prefers among the candidates (all assumed feasible); ``accuracy``
-    is what the candidates are ranked by (``recommend`` passes the interval's low end)."""
+    is what the candidates are ranked by (``recommend`` passes the interval's low end), ``point``
+    the predicted (or measured) accuracy itself, which breaks the ``accuracy`` objective's ties
+    (without it, the fastest of the tied wins)."""
     if objective in ("accuracy", "time"):
         slack = ACCURACY_TIE if objective == "accuracy" else TIME_OBJECTIVE_SLACK
         ok = np.flatnonzero(accuracy >= accuracy.max() - slack)
+        if objective == "accuracy" and point is not None:
+            # The highest point among the tied; equal points go to the faster.
+            return int(ok[np.lexsort((time[ok], -point[ok]))[0]])
         return int(ok[np.argmin(time[ok])])
     score = 100 * accuracy - BALANCED_POINTS_PER_HALVING * np.log2(np.maximum(time, 1e-6))
     return int(np.argmax(score))
@@ -365,7 +372,8 @@ def recommend(
             x_test, y_test)`` or ``(x, y)`` (a stratified 20 % held out:
             :func:`~dltune.data.holdout_split`).
         hardware: None (this machine), a :class:`~dltune.Hardware`, a dict or a JSON file.
-        objective: ``accuracy`` (most accurate; within ``ACCURACY_TIE``, the fastest),
+        objective: ``accuracy`` (the surest; among those within ``ACCURACY_TIE`` of it, the
+            highest predicted accuracy),
             ``time`` (fastest within ``TIME_OBJECTIVE_SLACK`` of the most accurate) or
             ``balanced`` (accuracy points minus ``BALANCED_POINTS_PER_HALVING`` per doubling of
             training time). Each ranks the accuracy a candidate is predicted to reach at least,
@@ -466,7 +474,7 @@ def recommend(
             f"{time.min():.3g} s, the most accurate at {100 * acc.max():.1f}%, the smallest at "
             f"{pred['peak_rss_mb'].min():.0f} MB."
         )
-    chosen_j = pick(objective, sure[idx], time[idx])
+    chosen_j = pick(objective, sure[idx], time[idx], acc[idx])
     best = int(idx[chosen_j])
 
     def candidate(i: int) -> Candidate:
@@ -647,7 +655,8 @@ def _reason(chosen: Candidate, objective: str, configs, pred, sure, idx, framewo
         return "" if chosen.ranked_accuracy is None else f" (ranked at {100 * value:.1f}%)"
 
     goal = {"accuracy": "the highest accuracy it is predicted to reach at least (within "
-                        f"{100 * ACCURACY_TIE:.1f} points of it counts as tied, and the fastest wins)",
+                        f"{100 * ACCURACY_TIE:.1f} points of it counts as tied, and the highest predicted "
+                        "accuracy among those wins)",
             "time": f"the shortest predicted training time within {100 * TIME_OBJECTIVE_SLACK:.0f} "
                     "accuracy points of the most accurate candidate",
             "balanced": "the best balance of accuracy and training time (one accuracy point is "

@@ -80,6 +80,9 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
                        for j, (a, t) in enumerate(points) if j != i)
     # "accuracy": nothing predicted surely more accurate than the recommendation beyond the tie.
     assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] + _recommend.ACCURACY_TIE for a in rec.alternatives)
+    # ... and, of the tied, the highest predicted point.
+    tied = sure >= sure.max() - _recommend.ACCURACY_TIE
+    assert rec.predicted["accuracy"][0] == pytest.approx(pred["accuracy"][tied].max())
     assert [a.config for a in rec.alternatives] == [  # the front's useful part, fastest first
         rec_alt.config for rec_alt in sorted(rec.alternatives, key=lambda a: a.train_time_s[0])]
     assert "low end of its interval" in rec.reason
@@ -91,7 +94,9 @@ def test_objectives_order_time_and_accuracy(kb, workload):
     by_acc = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None)
     by_time = recommend(workload, objective="time", knowledge_base=kb, storage=None)
     assert by_time.predicted["train_time_s"][0] <= by_acc.predicted["train_time_s"][0]
-    assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1]
+    # Both within their slack of the surest; "accuracy"'s slack is the narrower tie.
+    from dltune.recommend import _recommend
+    assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1] - _recommend.ACCURACY_TIE
 
 
 def _grid_only(monkeypatch):
@@ -513,9 +518,18 @@ def test_pick_and_pareto_front():
     assert pick("balanced", acc, time) == 3  # 95 - log2(20) = 90.7 beats 90 - log2(10) = 86.7
     assert pick("balanced", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 1
     assert pick("accuracy", np.array([0.95, 0.944]), np.array([100.0, 1.0])) == 0
-    # Within half a point (ACCURACY_TIE) is a tie: the faster wins.
+    # Within half a point (ACCURACY_TIE) is a tie: without points, the faster wins...
     assert pick("accuracy", np.array([0.95, 0.9455]), np.array([100.0, 1.0])) == 1
     assert pick("accuracy", np.array([0.95, 0.944, 0.9455]), np.array([100.0, 1.0, 2.0])) == 2
+    # ... with them (as recommend and kb validate pass), the highest predicted point of the tied,
+    # and equal points go to the faster.
+    low, t = np.array([0.95, 0.944, 0.9455, 0.947]), np.array([100.0, 1.0, 2.0, 3.0])
+    assert pick("accuracy", low, t, np.array([0.96, 0.999, 0.97, 0.98])) == 3  # 1 is not tied
+    assert pick("accuracy", low, t, np.array([0.99, 0.999, 0.97, 0.98])) == 0
+    assert pick("accuracy", low, t, np.array([0.98, 0.999, 0.98, 0.98])) == 2
+    # The other objectives ignore the points.
+    assert pick("time", low, t, np.array([0.96, 0.999, 0.97, 0.98])) == pick("time", low, t)
+    assert pick("balanced", low, t, np.array([0.96, 0.999, 0.97, 0.98])) == pick("balanced", low, t)
 
 
 def test_alternatives_are_spread_over_the_useful_part_of_the_front():
