@@ -1,12 +1,13 @@
 """Is ``recommend``'s pick better than each framework's own defaults on a workload it has never seen?
 
     python benchmarks/recommend_vs_defaults.py [--objective accuracy] [--seeds 3]
-        [--frameworks torch,tensorflow] [--workloads 0,1,...] [--json]
+        [--frameworks torch,tensorflow] [--workloads 0,1,...] [--data-seed 7] [--json]
 
 ``dltune kb validate`` compares the pick with the frameworks' default presets on the knowledge
 base's own runs (docs/recommendation.md, Validation, Against the frameworks' own defaults). This
 measures the same with fresh training runs, on synthetic workloads the knowledge base has not
-measured (data set seed 7: other samples than any knowledge-base workload's; their nearest
+measured (data set seed 7 by default, ``--data-seed`` another draw of the same 12 kinds: other
+samples and class prototypes than any knowledge-base workload's, which are seed 0; their nearest
 measured workloads are printed). For each workload it asks ``dltune.recommend`` (the shipped
 knowledge base and its surrogates, no user storage, ``--frameworks`` the candidates), then
 trains the pick and each candidate framework's own default preset (``Recommendation.defaults``:
@@ -66,8 +67,12 @@ def main() -> None:
                         help="candidate frameworks, comma-separated (default: torch,tensorflow)")
     parser.add_argument("--workloads", default=None,
                         help=f"comma-separated indices into the {len(WORKLOADS)} workloads (default: all)")
+    parser.add_argument("--data-seed", type=int, default=DATA_SEED,
+                        help=f"the synthetic data sets' seed (default {DATA_SEED}; not 0, the knowledge base's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.data_seed == 0:
+        parser.error("--data-seed must not be 0: the knowledge base measured the synthetic data sets of seed 0.")
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1. Got {args.seeds} instead.")
     chosen = list(range(len(WORKLOADS)))
@@ -88,7 +93,7 @@ def main() -> None:
     started = time.perf_counter()
     for i in chosen:
         model, params = WORKLOADS[i]
-        workload = Workload.from_name("synthetic", model=model, seed=DATA_SEED, **params)
+        workload = Workload.from_name("synthetic", model=model, seed=args.data_seed, **params)
         rec = dltune.recommend(workload, objective=args.objective, frameworks=frameworks, storage=None)
         configs = {"pick": rec.config, **{f"{c.config.framework} defaults": c.config for c in rec.defaults}}
         predicted = {"pick": rec.predicted["accuracy"],
@@ -115,6 +120,7 @@ def main() -> None:
             file=sys.stderr, flush=True)
 
     summary: dict = {"objective": args.objective, "frameworks": frameworks, "seeds": args.seeds,
+                     "data_seed": args.data_seed,
                      "workloads": len(rows), "minutes": (time.perf_counter() - started) / 60, "against": {}}
     for fw in frameworks:
         name = f"{fw} defaults"
