@@ -435,3 +435,33 @@ def test_presets_are_a_baseline_scored_like_the_pick():
     assert overall["torch"]["picked_regret_points"] == pytest.approx(2.0)
     assert overall["torch"]["picked_within_bar"] == 1
     assert _presets(runs[:2], accuracy[:2], seconds[:2], best=0) == {}
+
+
+@pytest.mark.parametrize("objective", ["accuracy", "balanced"])
+def test_the_pick_gets_the_point_that_breaks_accuracy_ties(tiny_kb, monkeypatch, objective):
+    """As recommend picks: ranked by the low end, the accuracy objective's ties broken by the
+    predicted point (passed for every objective; only accuracy uses it)."""
+    from dltune.recommend import _recommend
+    from dltune.recommend._recommend import ACCURACY_TIE
+
+    calls = []
+    real = _recommend.pick
+
+    def spy(objective, accuracy, time, point=None):
+        chosen = real(objective, accuracy, time, point)
+        calls.append((objective, np.array(accuracy), np.array(time), point, chosen))
+        return chosen
+
+    monkeypatch.setattr(_recommend, "pick", spy)  # validate_kb imports it when called
+    report = validate_kb(RecordStore(tiny_kb).records(), objective=objective, calibrate=False)
+    assert len(calls) == len(report.workloads)
+    for name, low, time, point, chosen in calls:
+        assert name == objective
+        assert point is not None and point.shape == low.shape
+        # The point itself, not the ranking's low end (which, for a workload unlike the others,
+        # is mixed with the consensus and may lie above the workload's own point).
+        assert np.all((point >= 0) & (point <= 1))
+        if objective == "accuracy":
+            tied = np.flatnonzero(low >= low.max() - ACCURACY_TIE)
+            top = tied[point[tied] == point[tied].max()]
+            assert chosen in top and time[chosen] == time[top].min()  # equal points: the faster
