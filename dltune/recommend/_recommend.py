@@ -34,8 +34,9 @@ TIME_OBJECTIVE_SLACK = 0.02
 # below what the surrogates resolve (accuracy MAE 9 points; seed noise alone costs 2.75 points
 # of regret on average). Until 2026-12-06 the fastest of the tied won: with fresh runs on 12
 # workloads the knowledge base had not measured (benchmarks/recommend_vs_defaults.py, 5 seeds),
-# the highest point among them measured 0.77 points more (standard error 0.25) at 2.95x the
-# time, and went from 0.40 points below torch's own defaults to 0.38 above
+# the highest point among them measured 0.76 points more (standard error 0.25) at 2.71x the
+# time, and went from 0.40 points below torch's own defaults to 0.37 above; on a second draw
+# (--data-seed 8), +0.79 (0.42), from 0.81 below torch's defaults to level with them
 # (docs/recommendation.md, Against the frameworks' own defaults).
 ACCURACY_TIE = 0.005
 # "balanced": one accuracy point is worth halving the training time.
