@@ -107,15 +107,23 @@ def _distributions():
 
 
 class StudyStore:
-    """The Optuna study that holds one workload's study records. Not thread-safe."""
+    """The Optuna study that holds one workload's study records. Not thread-safe.
+
+    The storage is opened as ``tune`` opens it (:func:`dltune.tuning.open_storage`): a URL that
+    is no database URL raises ``ParameterError``, one that cannot be reached ``StorageError``.
+    """
 
     def __init__(self, storage: str | None, workload_name: str) -> None:
         optuna = _optuna()
+        from dltune.tuning._storage import open_storage
+
         self.storage_url = storage or default_storage()
         self.name = study_name(workload_name)
+        # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
+        opened = open_storage(self.storage_url, heartbeat=False)
         try:
             self.study = optuna.create_study(
-                storage=self.storage_url, study_name=self.name,
+                storage=opened, study_name=self.name,
                 directions=["maximize", "minimize"], load_if_exists=True,
             )
         except (ValueError, ImportError) as exc:
@@ -220,10 +228,17 @@ def _study_records(study, default_phase: str | None = None) -> list[StudyRecord]
 
 
 def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -> list[StudyRecord]:
-    """Every record in ``storage``: the study's own, and tuning trials tagged ``tune``."""
+    """Every record in ``storage``: the study's own, and tuning trials tagged ``tune``.
+
+    Raises ``ParameterError`` for a URL that is no database URL, ``StorageError`` for one that
+    cannot be reached (opened as :func:`dltune.tuning.open_storage` opens it).
+    """
     optuna = _optuna()
+    from dltune.tuning._storage import open_storage
+
+    opened = open_storage(storage, heartbeat=False)
     try:
-        names = optuna.get_all_study_names(storage=storage)
+        names = optuna.get_all_study_names(storage=opened)
     except Exception as exc:  # noqa: BLE001 - any driver error means the URL is unusable
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise ParameterError(_safe(
@@ -232,7 +247,7 @@ def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -
     wanted = set(workloads) if workloads else None
     records: list[StudyRecord] = []
     for name in names:
-        study = optuna.load_study(study_name=name, storage=storage)
+        study = optuna.load_study(study_name=name, storage=opened)
         phase = None if name.startswith(STUDY_PREFIX) else "tune"
         for rec in _study_records(study, phase):
             if wanted is None or rec.measurement.workload.get("name") in wanted:

@@ -86,7 +86,9 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     """Measurement records stored as trial (or study) user attributes in an Optuna storage.
 
     Records split into ``measurement.<i>`` chunks (large ones, see ``dltune.tuning``) are
-    reassembled. SQLite files are read directly (no Optuna import); other URLs through Optuna.
+    reassembled. SQLite files are read directly (no Optuna import); other URLs through Optuna,
+    opened as :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that
+    is no database URL, ``StorageError`` for one that cannot be reached).
     """
     path = _sqlite_path(storage)
     groups: list[dict[str, Any]] = []
@@ -116,8 +118,12 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     else:
         import optuna
 
-        for summary in optuna.get_all_study_summaries(storage):
-            study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        from dltune.tuning._storage import open_storage
+
+        # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
+        opened = open_storage(storage, heartbeat=False)
+        for summary in optuna.get_all_study_summaries(opened):
+            study = optuna.load_study(study_name=summary.study_name, storage=opened)
             groups.append(dict(study.user_attrs))
             groups.extend(dict(t.user_attrs) for t in study.get_trials(deepcopy=False))
     records: dict[str, dict[str, Any]] = {}
