@@ -7,12 +7,14 @@ Messages follow scikit-learn's form:
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
 
-__all__ = ["check_choice", "check_float", "check_int", "check_bool"]
+__all__ = ["check_choice", "check_float", "check_int", "check_bool", "check_out_file"]
 
 
 def _fmt_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -74,3 +76,21 @@ def check_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
     raise ParameterError(f"The '{name}' parameter must be a bool. Got {value!r} instead.")
+
+
+def check_out_file(name: str, value: Any) -> Path:
+    """Return ``value`` as a path a file can be written to: not a folder, its folder made if
+    missing and writable. Checked before the work whose results it is to hold."""
+    path = Path(str(value)).expanduser()
+    if path.is_dir():
+        raise ParameterError(f"The '{name}' parameter must be a file path. Got the folder {str(value)!r} instead.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(
+            f"The '{name}' parameter must be a file path whose folder can be made. Got {str(value)!r}: "
+            f"{exc.strerror or exc}."
+        ) from None
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ParameterError(f"The '{name}' parameter must be a writable file path. Got {str(value)!r} instead.")
+    return path

@@ -55,7 +55,7 @@ def test_bench_digits_lenet_torch_and_tensorflow(tmp_path):
 
 @pytest.mark.slow
 def test_bench_table_csv_and_threads(cli, tmp_path):
-    out = tmp_path / "r.csv"
+    out = tmp_path / "not" / "yet" / "r.csv"  # its folders are made
     done = cli("bench", "--workload", "digits", "--data", "n_train=300", "--model", "mlp",
                "--frameworks", "torch", "--epochs", "1", "--threads", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -77,6 +77,18 @@ def test_bench_failure_record_then_success(cli):
     # The first repeat failed with its reason, the second succeeded in a fresh worker.
     assert record["status"] == "ok"
     assert record["metrics"]["repeats_failed"] == 1
+
+
+def test_an_out_file_that_cannot_be_written_is_refused_before_any_run(cli, tmp_path):
+    done = cli("bench", "--frameworks", "torch", "--out", str(tmp_path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"dltune bench: error: The 'out' parameter must be a file path. Got the folder {str(tmp_path)!r} instead."]
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    done = cli("bench", "--frameworks", "torch", "--out", str(blocked / "r.csv"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "The 'out' parameter must be a file path whose folder can be made." in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,7 @@ def _threads_cell(record: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dltune._bench import benchmark
-    from dltune._validation import check_int
+    from dltune._validation import check_int, check_out_file
     from dltune.measure import save_records
 
     check_int("repeats", args.repeats, 1, 1000)
@@ -130,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         raise BackendUnavailableError("No backend is available here; see `dltune env status`.")
     # Options are checked before the data set is loaded, so bad input fails at once.
     configs = configs_from_args(args, frameworks, args.workload)
+    if args.out:
+        check_out_file("out", args.out)  # not after the runs: their records would be lost
     workload = load_workload(args)
     records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault)
     if args.out:

@@ -179,8 +179,9 @@ def read_csv(path: str | Path) -> list[Measurement]:
 
 
 def save_records(records: Iterable[Measurement], path: str | Path) -> Path:
-    """Save records as CSV (``.csv``) or a JSON list (anything else)."""
+    """Save records as CSV (``.csv``) or a JSON list (anything else); missing folders are made."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
         return write_csv(records, path)
     path.write_text(json.dumps([r.to_dict() for r in records], indent=1, sort_keys=True))

@@ -224,6 +224,10 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     assert done.stderr.strip().splitlines() == [
         "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'reference', 'tiny'}. Got 'huge' instead."
     ]
+    for command in ("build", "calibrate"):  # --plan checks the budget too
+        done = cli("kb", command, "--frameworks", "numpy", "--budget-hours", "-1", "--plan")
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            "dltune kb: error: The 'budget_hours' parameter must be a float in (0.0, inf). Got -1.0 instead."]
 
 
 def _run(lr, seed, seconds, accuracy):

@@ -68,6 +68,14 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
     done = cli(*_TUNE, "--repeat-best", "-1", "--storage", url)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "The 'repeat_best' parameter must be an int in [0, 1000]. Got -1 instead." in done.stderr
+    done = cli("worker", "--study", "nope", "--storage", url)  # no database there yet
+    assert done.returncode == 2 and not (tmp_path / "e.db").exists()  # none is created
+    assert done.stderr.strip().splitlines() == [
+        f"dltune worker: error: The 'storage' database {str(tmp_path / 'e.db')!r} does not exist: a "
+        "worker joins a study that 'dltune tune' created there (pass --storage or $DLTUNE_STORAGE)."]
+    from dltune.tuning import open_storage
+
+    open_storage(url, heartbeat=False)  # a database without that study
     done = cli("worker", "--study", "nope", "--storage", url)
     assert done.returncode == 2 and "No study named 'nope'" in done.stderr
     done = cli("tune", "--frameworks", "numpy", "--storage", "postgresql://u:hunter22@127.0.0.1:1/x")
