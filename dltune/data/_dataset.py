@@ -181,7 +181,14 @@ def _as_images(name: str, x: Any) -> np.ndarray:
         )
     if not np.issubdtype(x.dtype, np.number):
         raise ParameterError(f"The '{name}' parameter must hold numbers. Got dtype {x.dtype} instead.")
-    return x.astype(np.float32)
+    x = x.astype(np.float32)
+    bad = int(x.size - np.count_nonzero(np.isfinite(x)))
+    if bad:  # every backend would train on them and report a loss of NaN
+        raise ParameterError(
+            f"The '{name}' parameter must hold finite numbers. Got {bad} NaN or infinite "
+            f"value{'s' if bad > 1 else ''} of {x.size}."
+        )
+    return x
 
 
 def _as_labels(name: str, y: Any, n: int) -> np.ndarray:
@@ -244,6 +251,10 @@ def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays") -> Da
         raise ParameterError(f"Images must be at least 8x8. Got {xtr.shape[2]}x{xtr.shape[3]}.")
     if len(xtr) == 0 or len(xte) == 0:
         raise ParameterError("The 'x_train' and 'x_test' parameters must each hold at least one sample.")
+    if len(np.unique(ytr)) < 2:
+        raise ParameterError(
+            f"The 'y_train' parameter must hold at least 2 classes to learn. Got only class {int(ytr[0])}."
+        )
     xtr, xte = normalise(xtr, xte)
     classes = int(max(ytr.max(), yte.max())) + 1
     return Dataset(name, xtr, ytr, xte, yte, params={}, num_classes=classes)

@@ -195,6 +195,15 @@ def test_from_arrays_errors():
         from_arrays(x, y, np.zeros((20, 12, 12)), y)
     with pytest.raises(ParameterError, match="integer class labels"):
         from_arrays(x, y + 0.5, x, y)
+    # Caught here, not by scikit-learn's landmarks or a backend's loss of NaN.
+    bad = x.copy()
+    bad[3, 2, 2], bad[7, 0, 1] = np.nan, np.inf
+    with pytest.raises(ParameterError, match=r"The 'x_test' parameter must hold finite numbers\. "
+                                             r"Got 2 NaN or infinite values of 2000\."):
+        from_arrays(x, y, bad, y)
+    with pytest.raises(ParameterError, match=r"The 'y_train' parameter must hold at least 2 classes "
+                                             r"to learn\. Got only class 1\."):
+        from_arrays(x, np.ones(20, dtype=int), x, y)
 
 
 def test_a_pair_of_arrays_is_split_into_a_stratified_holdout():
