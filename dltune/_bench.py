@@ -166,9 +166,34 @@ def _combine(runs: list[Measurement]) -> Measurement:
     return base
 
 
+def _as_configs(configs: Any) -> list[TrainConfig]:
+    """``configs`` as a list of :class:`TrainConfig`: one, a dict of its fields, or an iterable of
+    either (``Recommendation.config`` is one; ``TrainConfig.to_dict()`` gives the dict)."""
+    if isinstance(configs, (TrainConfig, dict)):
+        configs = [configs]
+    elif isinstance(configs, (str, bytes)) or not isinstance(configs, Iterable):
+        raise ParameterError(
+            "The 'configs' parameter must be a TrainConfig, a dict of its fields or a list of "
+            f"them. Got {type(configs).__name__} instead."
+        )
+    out = []
+    for config in configs:
+        if isinstance(config, dict):
+            config = TrainConfig.from_dict(config)
+        if not isinstance(config, TrainConfig):
+            raise ParameterError(
+                "The 'configs' parameter must hold TrainConfig objects or dicts of their fields. "
+                f"Got {type(config).__name__} instead."
+            )
+        out.append(config)
+    if not out:
+        raise ParameterError("The 'configs' parameter must hold at least one TrainConfig. Got none.")
+    return out
+
+
 def benchmark(
     workload: Any,
-    configs: TrainConfig | Iterable[TrainConfig],
+    configs: TrainConfig | dict[str, Any] | Iterable[TrainConfig | dict[str, Any]],
     *,
     repeats: int = 1,
     model: str | None = None,
@@ -182,7 +207,8 @@ def benchmark(
     Args:
         workload: a :class:`Workload`, a data set name, ``(x_train, y_train, x_test, y_test)``
             or ``(x, y)`` (a stratified 20 % held out: :func:`dltune.data.holdout_split`).
-        configs: one or more :class:`TrainConfig`.
+        configs: one or more :class:`TrainConfig` (or dicts of their fields, as
+            ``TrainConfig.to_dict()`` writes them).
         repeats: runs per configuration; the record holds medians, min and max.
         model: model preset when ``workload`` is a name or arrays.
         progress: True for a progress bar on stderr, or a callable given each record.
@@ -193,9 +219,7 @@ def benchmark(
 
     check_int("repeats", repeats, 1, 1000)
     wl = as_workload(workload, model)
-    configs = [configs] if isinstance(configs, TrainConfig) else list(configs)
-    if not configs:
-        raise ParameterError("The 'configs' parameter must hold at least one TrainConfig. Got none.")
+    configs = _as_configs(configs)
     for config in configs:
         config.validate(list(BACKENDS))
         interpreter_for(config.framework)

@@ -125,3 +125,20 @@ def test_gpu_memory_column_only_when_a_run_has_it():
     header, _, cpu_line, gpu_line = format_table([cpu, gpu], table_columns([cpu, gpu])).splitlines()
     assert header.split()[header.split().index("GPU") - 2:][:4] == ["peak", "MB", "GPU", "MB"]
     assert cpu_line.split()[7] == "-" and gpu_line.split()[7] == "108"
+
+
+def test_benchmark_takes_configs_as_objects_or_dicts_and_refuses_anything_else():
+    from dltune import Workload, benchmark
+    from dltune._errors import ParameterError
+    from dltune.config import TrainConfig
+
+    workload = Workload.from_name("digits", "mlp", n_train=200, n_test=100)
+    for bad, says in ((None, "Got NoneType instead"), ("numpy", "Got str instead"),
+                      ([TrainConfig(framework="numpy"), 3], "must hold TrainConfig objects or dicts of their fields. Got int")):
+        with pytest.raises(ParameterError, match=f"The 'configs' parameter .*{says}"):
+            benchmark(workload, bad)
+    with pytest.raises(ParameterError, match=r"Unknown TrainConfig field\(s\) \['lr'\]"):
+        benchmark(workload, {"framework": "numpy", "lr": 0.1})
+    as_dict = TrainConfig(framework="numpy", epochs=1, batch_size=32).to_dict()  # as --json prints it
+    (record,) = benchmark(workload, as_dict)
+    assert record.ok and record.config["batch_size"] == 32
