@@ -14,7 +14,7 @@ from typing import Any
 
 from dltune._errors import ParameterError
 
-__all__ = ["check_choice", "check_float", "check_int", "check_bool", "check_out_file"]
+__all__ = ["check_choice", "check_float", "check_int", "check_bool", "check_in_file", "check_out_dir", "check_out_file", "make_folder"]
 
 
 def _fmt_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -84,13 +84,41 @@ def check_out_file(name: str, value: Any) -> Path:
     path = Path(str(value)).expanduser()
     if path.is_dir():
         raise ParameterError(f"The '{name}' parameter must be a file path. Got the folder {str(value)!r} instead.")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParameterError(
-            f"The '{name}' parameter must be a file path whose folder can be made. Got {str(value)!r}: "
-            f"{exc.strerror or exc}."
-        ) from None
+    make_folder(path.parent, f"The '{name}' parameter must be a file path whose folder can be made. "
+                              f"Got {str(value)!r}")
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ParameterError(f"The '{name}' parameter must be a writable file path. Got {str(value)!r} instead.")
     return path
+
+
+def check_in_file(name: str, value: Any) -> Path:
+    """Return ``value`` as the path of a file that exists (not a folder); raise otherwise."""
+    path = Path(str(value)).expanduser()
+    if not path.exists():
+        raise ParameterError(f"The '{name}' file {str(value)!r} does not exist.")
+    if path.is_dir():
+        raise ParameterError(f"The '{name}' parameter must be a file. Got the folder {str(value)!r} instead.")
+    return path
+
+
+def check_out_dir(name: str, value: Any) -> Path:
+    """Return ``value`` as a folder that exists (made if missing) and is writable. Checked
+    before the work whose results it is to hold."""
+    path = Path(str(value)).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ParameterError(f"The '{name}' parameter must be a folder. Got the file {str(value)!r} instead.")
+    make_folder(path, f"The '{name}' parameter must be a folder that can be made. Got {str(value)!r}")
+    if not os.access(path, os.W_OK):
+        raise ParameterError(f"The '{name}' parameter must be a writable folder. Got {str(value)!r} instead.")
+    return path
+
+
+def make_folder(folder: Path, message: str) -> None:
+    """Make ``folder`` and its parents; a ``ParameterError`` of ``message`` and why if it cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocking = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        why = (f"{str(blocking)!r} is a file" if blocking is not None and not blocking.is_dir()
+               else exc.strerror or str(exc))
+        raise ParameterError(f"{message}: {why}.") from None

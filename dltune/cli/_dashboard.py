@@ -15,7 +15,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dltune._validation import check_int
-    from dltune.tuning._storage import default_storage_url, mask_url, open_storage
+    from dltune.tuning._storage import default_storage_url, mask_url, open_storage, require_database
 
     check_int("port", args.port, 1, 65535)
     try:
@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
         raise BackendUnavailableError(
             "The dashboard needs optuna-dashboard. Install it with: pip install 'dltune[dashboard]'"
         ) from None
-    url = args.storage or default_storage_url()
+    url = require_database(args.storage or default_storage_url(),
+                           "the dashboard shows the studies that 'dltune tune' or 'dltune study' stored there")
     storage = open_storage(url, heartbeat=False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"dltune dashboard: warning: binding {args.host} exposes the studies to the network",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
-from dltune._validation import check_float
+from dltune._validation import check_float, check_out_dir
 from dltune.kb._store import RecordStore
 from dltune.kb._suite import PlannedRun, SuiteWorkload, plan_suite
 from dltune.measure._record import now_iso
@@ -283,7 +283,7 @@ def build_kb(
                     f"Got {name!r} instead."
                 )
             interpreter_for(name)
-    folder = Path(out) if out is not None else default_build_dir(suite)
+    folder = check_out_dir("out", out if out is not None else default_build_dir(suite))
     plan = machine_plan(suite, frameworks, configs_per_pair, repeats, fresh, all_cores)
     budget_s = None if budget_hours is None else budget_hours * 3600.0
     command = command or " ".join(sys.argv)

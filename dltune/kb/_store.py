@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._validation import check_out_dir
 from dltune.measure import Measurement
 
 __all__ = [
@@ -109,8 +110,7 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     store = RecordStore(source)
     if not store.path.exists():
         raise ParameterError(f"The 'source' folder {str(source)!r} holds no records.jsonl.")
-    out = Path(out) if out is not None else _package_kb_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir("out", out if out is not None else _package_kb_dir())
     entries = [e for e in store.entries() if not ok_only or e.get("status") == "ok"]
     target = out / f"{name}.jsonl.gz"
     # mtime=0 keeps the compressed file byte-identical for identical records.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._validation import check_in_file
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -190,15 +191,28 @@ def save_records(records: Iterable[Measurement], path: str | Path) -> Path:
 
 def load_records(path: str | Path) -> list[Measurement]:
     """Load records from CSV, a JSON list, or JSON lines."""
-    path = Path(path)
-    if not path.exists():
-        raise ParameterError(f"The 'records' file {str(path)!r} does not exist.")
-    if path.suffix == ".csv":
-        return read_csv(path)
-    text = path.read_text().strip()
-    if text.startswith("["):
-        return [Measurement.from_dict(d) for d in json.loads(text)]
-    return [Measurement.from_json(line) for line in text.splitlines() if line.strip()]
+    path = check_in_file("records", path)
+    where = ""
+    try:
+        if path.suffix == ".csv":
+            return read_csv(path)
+        text = path.read_text().strip()
+        if text.startswith("["):
+            return [Measurement.from_dict(d) for d in json.loads(text)]
+        records = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                where = f"At line {number}: "
+                records.append(Measurement.from_json(line))
+        return records
+    except ParameterError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ParameterError(
+            f"The 'records' file {str(path)!r} must hold measurement records as JSON, JSON lines or "
+            f"CSV (as `dltune bench --out` writes them). {where}{detail}"
+        ) from None
 
 
 def to_dataframe(records: Iterable[Measurement]):

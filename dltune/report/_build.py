@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from dltune._errors import ParameterError
-from dltune._validation import check_choice
+from dltune._validation import check_choice, check_out_file
 from dltune.report._analysis import Analysis
 from dltune.report._data import load_study_records, records_frame
 from dltune.report._figures import make_figures
@@ -137,9 +137,8 @@ def write_report(
     if format is None:
         format = "md" if out is not None and str(out).endswith(".md") else "html"
     check_choice("format", format, ["html", "md"])
-    path = Path(out) if out is not None else Path(f"report.{format}")
+    path = check_out_file("out", out if out is not None else f"report.{format}")
     report = build_report(load_study_records(storage=storage, records=records, workload=workload))
-    path.parent.mkdir(parents=True, exist_ok=True)
     if format == "html":
         path.write_text(render_html(report), encoding="utf-8")
     else:

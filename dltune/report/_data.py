@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._validation import check_in_file
 from dltune.study._store import StudyRecord, default_storage
 
 __all__ = ["load_study_records", "records_frame", "thread_label"]
@@ -30,8 +31,7 @@ def thread_label(threads: dict[str, Any] | None) -> str:
 def _read_file(path: Path) -> list[StudyRecord]:
     from dltune.measure import load_records
 
-    if not path.exists():
-        raise ParameterError(f"The 'records' file {str(path)!r} does not exist.")
+    path = check_in_file("records", path)
     if path.suffix == ".csv":
         return [StudyRecord(m) for m in load_records(path)]
     text = path.read_text().strip()

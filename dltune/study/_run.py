@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError
-from dltune._validation import check_float, check_int
+from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
 from dltune.study._cost import CostModel
 from dltune.study._defaults import STUDY_FRAMEWORKS
@@ -157,6 +157,8 @@ def run_study(
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
     if tune_trials is not None:
         tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
+    if out is not None:
+        check_out_dir("out", out)  # now, not after the runs
     chosen, notes = resolve_frameworks(frameworks)
     if isinstance(workload, str):
         wl = Workload.from_name(workload, model, **(dataset_params or {}))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
+from dltune._validation import make_folder
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -36,6 +37,7 @@ __all__ = [
     "default_storage_url",
     "mask_url",
     "open_storage",
+    "require_database",
     "reservation_lock",
     "sqlite_path",
 ]
@@ -130,6 +132,18 @@ def sqlite_path(url: str) -> Path | None:
     return Path(rest[1:] if rest.startswith("/") else rest).expanduser().resolve()
 
 
+def require_database(url: str, needed_by: str) -> str:
+    """``url``, checked; a ``ParameterError`` if it names a SQLite file that does not exist
+    (opening it would create an empty database). ``needed_by`` says what the file should hold."""
+    path = sqlite_path(check_url(url))
+    if path is not None and not path.exists():
+        raise ParameterError(
+            f"The 'storage' database {str(path)!r} does not exist: {needed_by} "
+            "(pass --storage or $DLTUNE_STORAGE)."
+        )
+    return url
+
+
 def open_storage(
     url: str | None = None,
     *,
@@ -151,7 +165,9 @@ def open_storage(
     url = check_url(url or default_storage_url())
     path = sqlite_path(url)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Made, not checked for writing: a reader (report, recommend) may open a read-only file.
+        make_folder(path.parent, f"The 'storage' parameter must be a file path whose folder can be "
+                                 f"made. Got {str(path)!r}")
     kwargs: dict[str, Any] = {}
     if heartbeat_interval is None:
         heartbeat_interval = _env_seconds("DLTUNE_HEARTBEAT_S", HEARTBEAT_INTERVAL_S)

@@ -21,11 +21,10 @@ from dltune.tuning._result import StudyResult, TuneResult, summarise_trial
 from dltune.tuning._space import SearchSpace, as_space
 from dltune.tuning._storage import (
     SQLiteWriters,
-    check_url,
     default_storage_url,
     mask_url,
     open_storage,
-    sqlite_path,
+    require_database,
 )
 from dltune.tuning._study import (
     PRUNERS,
@@ -484,13 +483,8 @@ def run_worker(
     """
     import optuna
 
-    url = storage or default_storage_url()
-    path = sqlite_path(check_url(url))
-    if path is not None and not path.exists():  # opening it would create an empty database
-        raise ParameterError(
-            f"The 'storage' database {str(path)!r} does not exist: a worker joins a study that "
-            "'dltune tune' created there (pass --storage or $DLTUNE_STORAGE)."
-        )
+    url = require_database(storage or default_storage_url(),
+                           "a worker joins a study that 'dltune tune' created there")
     storage_obj = open_storage(url)
     try:
         loaded = optuna.load_study(study_name=study, storage=storage_obj)

@@ -59,6 +59,24 @@ def test_newer_schema_is_refused():
 def test_missing_file(tmp_path):
     with pytest.raises(ParameterError, match="does not exist"):
         load_records(tmp_path / "none.csv")
+    with pytest.raises(ParameterError, match="must be a file. Got the folder"):
+        load_records(tmp_path)
+
+
+def test_a_file_of_no_records_is_refused_with_where(tmp_path):
+    good = _record().to_json()
+    cases = {"lines.jsonl": (good + "\nnot json\n", "At line 2: Expecting value"),
+             "other.json": ('{"a": 1}', "At line 1: Measurement.__init__() missing"),
+             "table.csv": ("a,b\n1,2\n", "missing 4 required positional arguments"),
+             "bytes.json": (b"\xff\xfe", "codec can't decode")}
+    for name, (content, says) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        with pytest.raises(ParameterError) as err:
+            load_records(path)
+        assert str(err.value).startswith(
+            f"The 'records' file {str(path)!r} must hold measurement records as JSON, JSON lines or CSV")
+        assert says in str(err.value)
 
 
 def test_summary_row():

@@ -75,6 +75,9 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
         "worker joins a study that 'dltune tune' created there (pass --storage or $DLTUNE_STORAGE)."]
     from dltune.tuning import open_storage
 
+    done = cli("dashboard", "--storage", url, "--port", "1")  # refused before it binds a port
+    assert done.returncode == 2 and not (tmp_path / "e.db").exists()
+    assert "does not exist: the dashboard shows the studies that 'dltune tune' or 'dltune study'" in done.stderr
     open_storage(url, heartbeat=False)  # a database without that study
     done = cli("worker", "--study", "nope", "--storage", url)
     assert done.returncode == 2 and "No study named 'nope'" in done.stderr
