@@ -128,18 +128,20 @@ def _print_result(args: argparse.Namespace, result) -> None:
                   "per framework and model against the one most runs come from")
 
 
-def _check_budget(args: argparse.Namespace) -> None:
-    from dltune._validation import check_float
+def _check_args(args: argparse.Namespace) -> None:
+    from dltune._validation import check_float, check_out_dir
 
     if args.budget_hours is not None:
         check_float("budget_hours", args.budget_hours, 0.0, None, low_open=True)
+    if not args.plan and getattr(args, "out", None) is not None:
+        check_out_dir("out", args.out)  # before the warning of a busy machine, and any run
 
 
 def run_build(args: argparse.Namespace) -> int:
     from dltune.kb import build_kb, plan_suite
 
     frameworks = _frameworks(args)
-    _check_budget(args)  # with --plan too, which would otherwise print a plan for it
+    _check_args(args)  # with --plan too, which would otherwise print a plan for its budget
     if args.plan:
         return _print_plan(args, plan_suite(args.suite, frameworks, args.configs_per_pair,
                                             args.repeats, fresh=args.fresh))
@@ -157,7 +159,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from dltune.kb._calibrate import calibration_plan
 
     frameworks = _frameworks(args)
-    _check_budget(args)  # with --plan too, which would otherwise print a plan for it
+    _check_args(args)  # with --plan too, which would otherwise print a plan for its budget
     if args.plan:
         return _print_plan(args, calibration_plan(frameworks))
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")

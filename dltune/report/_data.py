@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._storage_url import check_url, sqlite_path
 from dltune._validation import check_in_file
 from dltune.study._store import StudyRecord, default_storage
 
@@ -45,13 +46,6 @@ def _read_file(path: Path) -> list[StudyRecord]:
     return [StudyRecord.from_dict(item) for item in items]
 
 
-def _sqlite_path(url: str) -> Path | None:
-    if url.startswith("sqlite:///"):
-        rest = url[len("sqlite:///"):]
-        return Path(rest) if rest and rest != ":memory:" else None
-    return None
-
-
 def load_study_records(
     storage: str | None = None, records: str | Path | None = None, workload: str | None = None
 ) -> list[StudyRecord]:
@@ -69,7 +63,7 @@ def load_study_records(
         source = str(records)
     else:
         url = storage or default_storage()
-        path = _sqlite_path(url)
+        path = sqlite_path(check_url(url))
         if path is not None and not path.exists():
             raise ParameterError(
                 f"The 'storage' database {str(path)!r} does not exist. Run 'dltune study' first "

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError
+from dltune._storage_url import DEFAULT_STORAGE
 from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
 from dltune.study._cost import CostModel
 from dltune.study._defaults import STUDY_FRAMEWORKS
 from dltune.study._plan import PHASE_SHARES, PlannedRun, StudyPlan, plan_study
-from dltune.study._store import DEFAULT_STORAGE, StudyRecord, StudyStore
+from dltune.study._store import StudyRecord, StudyStore
 
 __all__ = ["StudyResult", "run_study", "dataset_kind"]
 

@@ -9,12 +9,12 @@ dashboard and the surrogates read them like any other trial.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._storage_url import default_storage_url
 from dltune.measure._record import Measurement
 
 __all__ = [
@@ -27,12 +27,11 @@ __all__ = [
 ]
 
 STUDY_PREFIX = "dltune-study:"
-DEFAULT_STORAGE = "sqlite:///dltune.db"
 
 
 def default_storage() -> str:
     """``$DLTUNE_STORAGE`` (keeps passwords off command lines), else ``sqlite:///dltune.db``."""
-    return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE
+    return default_storage_url()
 
 
 def study_name(workload_name: str) -> str:

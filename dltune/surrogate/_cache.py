@@ -25,6 +25,7 @@ from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._paths import while_unchanged
+from dltune._storage_url import check_url, sqlite_path
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
 __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_records",
@@ -46,10 +47,6 @@ def default_storage() -> str | None:
     if env:
         return env
     return "sqlite:///dltune.db" if Path("dltune.db").exists() else None
-
-
-def _sqlite_path(url: str) -> Path | None:
-    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
 
 
 def _parse_record(value: Any) -> dict[str, Any] | None:
@@ -90,7 +87,7 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     opened as :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that
     is no database URL, ``StorageError`` for one that cannot be reached).
     """
-    path = _sqlite_path(storage)
+    path = sqlite_path(check_url(storage))
     groups: list[dict[str, Any]] = []
     if path is not None:
         if not path.exists():
