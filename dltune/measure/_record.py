@@ -215,8 +215,21 @@ def load_records(path: str | Path) -> list[Measurement]:
         ) from None
 
 
-def to_dataframe(records: Iterable[Measurement]):
-    """A pandas DataFrame, one row per record, dotted column names."""
+def to_dataframe(records: Iterable[Measurement | dict[str, Any]]):
+    """A pandas DataFrame, one row per record (a :class:`Measurement` or its dict), dotted
+    column names."""
     import pandas as pd
 
-    return pd.DataFrame([r.flat() for r in records])
+    if isinstance(records, (Measurement, dict, str, bytes)) or not isinstance(records, Iterable):
+        records = [records]  # one record; anything else is refused below
+    rows = []
+    for r in records:
+        if isinstance(r, dict):
+            r = Measurement.from_dict(r)
+        if not isinstance(r, Measurement):
+            raise ParameterError(
+                "The 'records' parameter must hold Measurement objects or their dicts. "
+                f"Got {type(r).__name__} instead."
+            )
+        rows.append(r.flat())
+    return pd.DataFrame(rows)

@@ -83,3 +83,10 @@ def test_summary_row():
     row = _record().summary_row()
     assert row["accuracy_pct"] == pytest.approx(95.0)
     assert json.dumps(row)
+
+
+def test_to_dataframe_takes_records_or_their_dicts_and_refuses_others():
+    assert len(to_dataframe([_record().to_dict(), _record("tensorflow", accuracy=0.8)])) == 2
+    assert len(to_dataframe(_record())) == 1
+    with pytest.raises(ParameterError, match="must hold Measurement objects or their dicts. Got int instead"):
+        to_dataframe([_record(), 3])
