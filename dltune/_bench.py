@@ -6,6 +6,7 @@ import importlib.util
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -191,6 +192,18 @@ def _as_configs(configs: Any) -> list[TrainConfig]:
     return out
 
 
+def _bench_store(storage: str | None, workload_name: str):
+    """Where ``benchmark`` stores its records (a ``StudyStore`` of ``dltune-bench:<workload>``),
+    or None."""
+    if storage is None:
+        return None
+    from dltune._storage_url import default_storage_url
+    from dltune.study._store import BENCH_PREFIX, StudyStore
+
+    url = default_storage_url() if storage == "default" else storage
+    return StudyStore(url, workload_name, prefix=BENCH_PREFIX)
+
+
 def benchmark(
     workload: Any,
     configs: TrainConfig | dict[str, Any] | Iterable[TrainConfig | dict[str, Any]],
@@ -201,6 +214,7 @@ def benchmark(
     raise_on_failure: bool = False,
     pool=None,
     fault: str | None = None,
+    storage: str | None = None,
 ) -> list[Measurement]:
     """Measure each configuration on the workload; one record per configuration.
 
@@ -214,6 +228,11 @@ def benchmark(
         progress: True for a progress bar on stderr, or a callable given each record.
         raise_on_failure: raise :class:`RunFailedError` instead of returning failed records.
         fault: test-only fault to inject in the first run (needs ``DLTUNE_ENABLE_FAULTS=1``).
+        storage: an Optuna storage URL (``"default"``: ``$DLTUNE_STORAGE``, else
+            ``sqlite:///dltune.db``) to store each record in as it is measured, in the study
+            ``dltune-bench:<workload>``, where ``recommend`` fits on it; None (the default)
+            stores nothing. ``dltune bench`` stores in the default storage unless told
+            ``--storage none``.
     """
     from dltune._validation import check_int
 
@@ -223,6 +242,7 @@ def benchmark(
     for config in configs:
         config.validate(list(BACKENDS))
         interpreter_for(config.framework)
+    store = _bench_store(storage, wl.name)  # before any run: a bad storage fails now
     bar = None
     if progress is True:
         from tqdm import tqdm
@@ -231,6 +251,7 @@ def benchmark(
     records = []
     for config in configs:
         runs = []
+        started = time.perf_counter()
         for _ in range(repeats):
             if bar is not None:
                 bar.set_postfix_str(config.framework)
@@ -239,6 +260,9 @@ def benchmark(
             if bar is not None:
                 bar.update()
         record = _combine(runs)
+        if store is not None:  # failed runs too: the dashboard shows why (recommend skips them)
+            store.add(record, record.id, ["bench"], config.preset_name or config.framework,
+                      time.perf_counter() - started)
         if raise_on_failure and not record.ok:
             raise RunFailedError(f"{config.framework}: {record.error['message']}")
         if callable(progress):

@@ -30,7 +30,8 @@ def test_bench_digits_lenet_torch_and_tensorflow(tmp_path):
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
             status = main(["bench", "--workload", "digits", "--model", "lenet",
-                           "--frameworks", "torch,tensorflow", "--epochs", "5", "--json"])
+                           "--frameworks", "torch,tensorflow", "--epochs", "5", "--json",
+                           "--storage", "none"])
         loaded = [m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]
         open({str(out)!r}, "w").write(json.dumps({{"status": status, "stdout": buffer.getvalue(),
                                                    "loaded": loaded}}))
@@ -57,7 +58,8 @@ def test_bench_digits_lenet_torch_and_tensorflow(tmp_path):
 def test_bench_table_csv_and_threads(cli, tmp_path):
     out = tmp_path / "not" / "yet" / "r.csv"  # its folders are made
     done = cli("bench", "--workload", "digits", "--data", "n_train=300", "--model", "mlp",
-               "--frameworks", "torch", "--epochs", "1", "--threads", "1", "--out", str(out))
+               "--frameworks", "torch", "--epochs", "1", "--threads", "1", "--out", str(out),
+               "--storage", "none")
     assert done.returncode == 0, done.stderr
     header = done.stdout.splitlines()[1]
     for column in ("framework", "train s", "test s", "accuracy %", "CPU %", "peak MB"):
@@ -72,7 +74,7 @@ def test_bench_table_csv_and_threads(cli, tmp_path):
 def test_bench_failure_record_then_success(cli):
     done = cli("bench", "--workload", "digits", "--data", "n_train=200", "--model", "mlp",
                "--frameworks", "torch", "--epochs", "1", "--fault", "raise", "--repeats", "2", "--json",
-               env={"DLTUNE_ENABLE_FAULTS": "1"})
+               "--storage", "none", env={"DLTUNE_ENABLE_FAULTS": "1"})
     (record,) = json.loads(done.stdout)
     # The first repeat failed with its reason, the second succeeded in a fresh worker.
     assert record["status"] == "ok"
@@ -142,3 +144,22 @@ def test_benchmark_takes_configs_as_objects_or_dicts_and_refuses_anything_else()
     as_dict = TrainConfig(framework="numpy", epochs=1, batch_size=32).to_dict()  # as --json prints it
     (record,) = benchmark(workload, as_dict)
     assert record.ok and record.config["batch_size"] == 32
+
+
+def test_bench_stores_its_records_where_recommend_reads_them_and_not_in_a_study_report(cli, tmp_path):
+    from dltune.study import load_storage_records as study_records
+    from dltune.surrogate import load_storage_records as user_records
+
+    db = tmp_path / "mine.db"
+    args = ("bench", "--workload", "digits", "--model", "mlp", "--data", "n_train=200", "--data", "n_test=100",
+            "--frameworks", "numpy", "--epochs", "1")
+    done = cli(*args, env={"DLTUNE_STORAGE": f"sqlite:///{db}"})  # the default storage
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (f"records stored in sqlite:///{db} (study dltune-bench:digits-mlp): dltune recommend fits on "
+            "them (--storage none: not stored)") in done.stdout
+    (record,) = user_records(f"sqlite:///{db}")  # what recommend fits on
+    assert record["config"]["framework"] == "numpy" and record["status"] == "ok"
+    assert study_records(f"sqlite:///{db}") == []  # no part of a study: report leaves it out
+    done = cli(*args, "--storage", "none", env={"DLTUNE_STORAGE": f"sqlite:///{tmp_path / 'not.db'}"})
+    assert done.returncode == 0 and "records stored" not in done.stdout
+    assert not (tmp_path / "not.db").exists()

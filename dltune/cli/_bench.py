@@ -47,6 +47,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, help="seconds before a run is killed (default 3600)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (median reported)")
     parser.add_argument("--out", help="also save the records (.csv, or JSON otherwise)")
+    parser.add_argument("--storage", default=None,
+                        help="Optuna storage URL the records are stored in, where recommend fits on them "
+                             "(default: $DLTUNE_STORAGE, else sqlite:///dltune.db); 'none' stores nothing")
     parser.add_argument("--json", action="store_true", help="print the records as JSON, nothing else")
     parser.add_argument("--fault", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -132,8 +135,10 @@ def run(args: argparse.Namespace) -> int:
     configs = configs_from_args(args, frameworks, args.workload)
     if args.out:
         check_out_file("out", args.out)  # not after the runs: their records would be lost
+    storage = None if args.storage == "none" else (args.storage or "default")
     workload = load_workload(args)
-    records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault)
+    records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault,
+                        storage=storage)
     if args.out:
         save_records(records, args.out)
     if args.json:
@@ -152,4 +157,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)
     if args.out:
         print(f"records saved to {args.out}")
+    if storage is not None:
+        from dltune._storage_url import default_storage_url, mask_url
+        from dltune.study._store import BENCH_PREFIX
+
+        url = default_storage_url() if storage == "default" else storage
+        print(f"records stored in {mask_url(url)} (study {BENCH_PREFIX}{workload.name}): "
+              "dltune recommend fits on them (--storage none: not stored)")
     return 0 if all(r.ok for r in records) else 1

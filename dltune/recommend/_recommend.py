@@ -402,7 +402,7 @@ def recommend(
     limits = _check_constraints(constraints)
     hw, local = _resolve_hardware(hardware)
     perf = fitted_model(records=records, storage=storage, kb_path=knowledge_base)
-    frameworks = _frameworks(frameworks, perf.frameworks_, local)
+    frameworks = _frameworks(frameworks, perf, local)
     dataset_name, spec, meta, fingerprint = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()
     low_e, high_e = perf.config_ranges_["epochs"]
@@ -616,12 +616,28 @@ def _config_features(config: TrainConfig) -> dict[str, Any]:
             "threads": {"intra_op": t.intra_op, "inter_op": t.inter_op, "blas": t.blas, "cores": t.cores}}
 
 
-def _frameworks(requested: list[str] | None, measured: list[str], local: bool) -> list[str]:
+def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
+    """The candidate frameworks: those requested, else those measured enough for their training
+    time to be predicted (``PerformanceModel.predictable_frameworks``), installed here when
+    recommending for this machine."""
+    from dltune.surrogate._model import MIN_FRAMEWORK_RUNS, MIN_FRAMEWORK_WORKLOADS
+
+    measured = perf.predictable_frameworks()
     if requested is not None:
         if isinstance(requested, str):
             requested = [requested]
         for name in requested:
-            check_choice("frameworks", name, measured)
+            check_choice("frameworks", name, perf.frameworks_)
+            if name not in measured:
+                runs = perf.framework_runs_[name]
+                raise ParameterError(
+                    f"The 'frameworks' parameter names {name}, of which the surrogates have "
+                    f"{runs['runs']} run{'s' if runs['runs'] != 1 else ''} on {runs['workloads']} "
+                    f"workload{'s' if runs['workloads'] != 1 else ''}: too few to predict its training "
+                    f"time (at least {MIN_FRAMEWORK_RUNS} runs on {MIN_FRAMEWORK_WORKLOADS} workloads, or "
+                    f"half the workloads and a tenth of the runs of the most measured framework). "
+                    f"More `dltune bench` or `dltune tune` runs of it would make it a candidate."
+                )
         return list(requested)
     if not local:
         return list(measured)

@@ -18,6 +18,7 @@ from dltune._storage_url import default_storage_url
 from dltune.measure._record import Measurement
 
 __all__ = [
+    "BENCH_PREFIX",
     "STUDY_PREFIX",
     "StudyRecord",
     "StudyStore",
@@ -27,6 +28,9 @@ __all__ = [
 ]
 
 STUDY_PREFIX = "dltune-study:"
+#: The studies ``dltune bench`` stores its records in, one per workload: read by the surrogates
+#: (``recommend``), not by the study's report.
+BENCH_PREFIX = "dltune-bench:"
 
 
 def default_storage() -> str:
@@ -106,18 +110,19 @@ def _distributions():
 
 
 class StudyStore:
-    """The Optuna study that holds one workload's study records. Not thread-safe.
+    """The Optuna study that holds one workload's study records (or, with ``prefix``
+    :data:`BENCH_PREFIX`, its ``dltune bench`` records). Not thread-safe.
 
     The storage is opened as ``tune`` opens it (:func:`dltune.tuning.open_storage`): a URL that
     is no database URL raises ``ParameterError``, one that cannot be reached ``StorageError``.
     """
 
-    def __init__(self, storage: str | None, workload_name: str) -> None:
+    def __init__(self, storage: str | None, workload_name: str, prefix: str = STUDY_PREFIX) -> None:
         optuna = _optuna()
         from dltune.tuning._storage import open_storage
 
         self.storage_url = storage or default_storage()
-        self.name = study_name(workload_name)
+        self.name = f"{prefix}{workload_name}"
         # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
         opened = open_storage(self.storage_url, heartbeat=False)
         try:
@@ -227,7 +232,8 @@ def _study_records(study, default_phase: str | None = None) -> list[StudyRecord]
 
 
 def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -> list[StudyRecord]:
-    """Every record in ``storage``: the study's own, and tuning trials tagged ``tune``.
+    """Every record in ``storage``: the study's own, and tuning trials tagged ``tune``
+    (not ``dltune bench``'s: they are no part of a study).
 
     Raises ``ParameterError`` for a URL that is no database URL, ``StorageError`` for one that
     cannot be reached (opened as :func:`dltune.tuning.open_storage` opens it).
@@ -246,6 +252,8 @@ def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -
     wanted = set(workloads) if workloads else None
     records: list[StudyRecord] = []
     for name in names:
+        if name.startswith(BENCH_PREFIX):
+            continue
         study = optuna.load_study(study_name=name, storage=opened)
         phase = None if name.startswith(STUDY_PREFIX) else "tune"
         for rec in _study_records(study, phase):

@@ -39,7 +39,7 @@ from dltune.surrogate._features import (
 __all__ = ["PerformanceModel", "blas_kernels", "epochs_ran", "machine_factor", "machine_key", "reference_machine",
            "usable_records"]
 
-FORMAT_VERSION = 29
+FORMAT_VERSION = 30
 # Workload features that say how alike two workloads are (size, shape, difficulty, model cost).
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
@@ -95,6 +95,15 @@ MIN_MACHINE_WORKLOADS = 12
 # that count gets a factor of its own (``dltune kb calibrate`` on more than 2 cores runs 12 per
 # framework with all of them; see machine_factor).
 MIN_MACHINE_THREADS_RECORDS = 3
+# Successful runs of a framework, and workloads they span, before recommend takes it as a
+# candidate: its training times come from a cost model of about 16 terms per framework x model,
+# which a few runs leave at zero (a user's 2 runs of the numpy backend on one workload made
+# every numpy candidate predict 7e-07 s, and the balanced pick was numpy). The learning curve of
+# the cost model (docs/recommendation.md, Validation): 30 % MAPE from 6 workloads. A framework
+# measured about as widely as the most measured one (half its workloads, a tenth of its runs)
+# counts too: a small knowledge base (a test's, or a user's --kb) has fewer of everything.
+MIN_FRAMEWORK_RUNS = 60
+MIN_FRAMEWORK_WORKLOADS = 6
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
 # What does not change what a configuration trains to: left out when runs of one workload are
 # grouped into measured configurations (PerformanceModel.measured_runs).
@@ -894,6 +903,12 @@ class PerformanceModel:
                               max(c["learning_rate"] for c in configs)],
         }
         self.frameworks_ = sorted({c["framework"] for c in configs})
+        runs: dict[str, list] = {}
+        for d in data:
+            entry = runs.setdefault(d["config"]["framework"], [0, set()])
+            entry[0] += 1
+            entry[1].add(workload_label(d))
+        self.framework_runs_ = {fw: {"runs": n, "workloads": len(w)} for fw, (n, w) in sorted(runs.items())}
         self._fit_measured(data)
         # The most intra-op threads any run used, per machine and over all ("*").
         self.threads_measured_: dict[str, int] = {}
@@ -918,6 +933,18 @@ class PerformanceModel:
         if skip is not None:
             dist[skip] = np.inf
         return dist
+
+    def predictable_frameworks(self) -> list[str]:
+        """The frameworks with enough runs for their training time to be predicted:
+        :data:`MIN_FRAMEWORK_RUNS` on :data:`MIN_FRAMEWORK_WORKLOADS` workloads, or half the
+        workloads and a tenth of the runs of the most measured framework."""
+        self._check_fitted()
+        counts = self.framework_runs_
+        most_runs = max(c["runs"] for c in counts.values())
+        most_workloads = max(c["workloads"] for c in counts.values())
+        return [fw for fw in self.frameworks_
+                if (counts[fw]["runs"] >= MIN_FRAMEWORK_RUNS and counts[fw]["workloads"] >= MIN_FRAMEWORK_WORKLOADS)
+                or (2 * counts[fw]["workloads"] >= most_workloads and 10 * counts[fw]["runs"] >= most_runs)]
 
     def model_measured(self, model: str | None) -> bool:
         """Whether the knowledge base trained model preset ``model`` (None: unknown, taken as yes)."""
@@ -1376,7 +1403,8 @@ class PerformanceModel:
             "measured_sigma": self.measured_sigma_,
             "workload_center": self.workload_center_.tolist(), "ood_threshold": self.ood_threshold_,
             "hardware": self.hardware_, "config_ranges": self.config_ranges_,
-            "frameworks": self.frameworks_, "n_records": self.n_records_,
+            "frameworks": self.frameworks_, "framework_runs": self.framework_runs_,
+            "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
             "reference_frameworks": self.reference_frameworks_,
@@ -1432,6 +1460,7 @@ class PerformanceModel:
         model.config_ranges_ = state["config_ranges"]
         model.threads_measured_ = state["threads_measured"]
         model.frameworks_ = state["frameworks"]
+        model.framework_runs_ = state["framework_runs"]
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]
         model.reference_machine_ = state["reference_machine"]

@@ -321,6 +321,29 @@ def test_a_framework_only_another_machine_ran_has_no_speed_ratio_in_the_reason(k
             "pytensor (numpy was not among its runs).") in numpy.reason, numpy.reason
 
 
+def test_a_framework_with_a_few_runs_is_no_candidate(kb, workload, tiny_kb):
+    """A user's two runs of a backend the knowledge base never ran: its cost model has nothing
+    to stand on (the numpy backend's 2 runs once predicted 7e-07 s and won the balanced pick),
+    so it is left out, and asked for by name it is refused with what would make it a candidate."""
+    from dltune.kb import RecordStore
+
+    two = [dict(r.to_dict(), id=f"few-{i}", config=dict(r.to_dict()["config"], framework="pytensor"))
+           for i, r in enumerate(RecordStore(tiny_kb).records()[:2]) if r.ok]
+    assert len(two) == 2
+    # Described, not this machine: every measured framework is a candidate, installed here or not.
+    other = {"cpu_model": "Other CPU", "logical_cores": 2, "usable_cores": 2, "memory_gb": 16.0,
+             "cpu_flags": ["avx2"], "gpus": [], "target": "other-cpu-2of2c"}
+    for hardware in (None, other):
+        rec = recommend(workload, hardware=hardware, records=two, knowledge_base=kb, storage=None)
+        assert rec.framework == "numpy" and {a.config.framework for a in rec.alternatives} <= {"numpy"}
+        assert {d.config.framework for d in rec.defaults} == {"numpy"}
+    with pytest.raises(ParameterError, match=(
+            r"The 'frameworks' parameter names pytensor, of which the surrogates have 2 runs on 2 workloads: "
+            r"too few to predict its training time \(at least 60 runs on 6 workloads, or half the workloads "
+            r"and a tenth of the runs of the most measured framework\)")):
+        recommend(workload, records=two, frameworks=["pytensor"], knowledge_base=kb, storage=None)
+
+
 def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workload, tiny_kb):
     """Records of another machine (what ``dltune kb calibrate`` writes there) scale its predicted
     training times and stop the "never measured" flag; without them it is flagged."""
