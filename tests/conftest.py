@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The CLI runs in the repository root (run_cli): a test that stores in the default storage there
+# would leave ./dltune.db behind, which every later default-storage read then fits on.
+_ROOT_DB_BEFORE = (ROOT / "dltune.db").exists()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -60,4 +63,9 @@ def pytest_sessionfinish(session, exitstatus):
     skipped = len([r for r in reporter.stats.get("skipped", []) if "gpu" not in r.keywords]) if reporter else 0
     if os.environ.get("CI") == "true" and skipped and exitstatus == 0:
         reporter.write_line(f"CI: {skipped} test(s) skipped; every test must run in CI.", red=True)
+        session.exitstatus = 1
+    if not _ROOT_DB_BEFORE and (ROOT / "dltune.db").exists():
+        if reporter:
+            reporter.write_line(f"a test wrote {ROOT / 'dltune.db'}: pass a storage of its own "
+                                "(--storage URL or none).", red=True)
         session.exitstatus = 1
