@@ -50,12 +50,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(command: str) -> None:
+    """dltune's own warnings as one line each, ``dltune COMMAND: warning: ...``, as its errors
+    are; another library's keep Python's form (file and line), which says whose they are."""
+    import warnings
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parents[1])
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if str(Path(filename).resolve()).startswith(package):
+            print(f"dltune {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     from dltune._errors import DltuneError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    _one_line_warnings(args.command)
     try:
         return int(args.func(args) or 0)
     except DltuneError as exc:
