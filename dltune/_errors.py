@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BackendUnavailableError",
     "DltuneError",
+    "FrameworkNotPredictedError",
     "NotFittedError",
     "ParameterError",
     "RunFailedError",
@@ -21,6 +22,11 @@ class DltuneError(Exception):
 
 class ParameterError(DltuneError, ValueError):
     """A parameter has a value outside its allowed set or range."""
+
+
+class FrameworkNotPredictedError(ParameterError):
+    """``recommend`` was asked for a framework the surrogates have no runs of, or too few to
+    predict its training time; the message gives the counts."""
 
 
 class BackendUnavailableError(DltuneError, ImportError):

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dltune._errors import DltuneError, ParameterError
+from dltune._errors import DltuneError, FrameworkNotPredictedError, ParameterError
 from dltune._validation import check_choice, check_float, check_int
 from dltune.config import TrainConfig
 from dltune.measure._noise import MIN_NOISE_PAIRS, SeedNoise
@@ -627,10 +627,14 @@ def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
         if isinstance(requested, str):
             requested = [requested]
         for name in requested:
-            check_choice("frameworks", name, perf.frameworks_)
+            if name not in perf.frameworks_:
+                try:
+                    check_choice("frameworks", name, perf.frameworks_)
+                except ParameterError as exc:
+                    raise FrameworkNotPredictedError(str(exc)) from None
             if name not in measured:
                 runs = perf.framework_runs_[name]
-                raise ParameterError(
+                raise FrameworkNotPredictedError(
                     f"The 'frameworks' parameter names {name}, of which the surrogates have "
                     f"{runs['runs']} run{'s' if runs['runs'] != 1 else ''} on {runs['workloads']} "
                     f"workload{'s' if runs['workloads'] != 1 else ''}: too few to predict its training "

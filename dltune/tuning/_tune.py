@@ -118,18 +118,15 @@ def _recommended(workload: Any, hardware: Any, framework: str) -> list[TrainConf
     none (with a warning) for a framework the surrogates cannot predict (too few runs of it)."""
     import warnings
 
+    from dltune._errors import FrameworkNotPredictedError
     from dltune.recommend import recommend
-    from dltune.surrogate import fitted_model
 
-    perf = fitted_model()  # the fit recommend uses below (memoised)
-    if framework not in perf.predictable_frameworks():
-        runs = perf.framework_runs_.get(framework, {"runs": 0, "workloads": 0})
-        warnings.warn(
-            f"No warm start for {framework}: the surrogates have {runs['runs']} runs of it on "
-            f"{runs['workloads']} workloads, too few to recommend it; its study starts from the sampler.",
-            UserWarning, stacklevel=2)
+    try:
+        rec = recommend(workload, hardware=hardware, frameworks=[framework])
+    except FrameworkNotPredictedError as exc:
+        warnings.warn(f"No warm start for {framework} (its study starts from the sampler): {exc}",
+                      UserWarning, stacklevel=2)
         return []
-    rec = recommend(workload, hardware=hardware, frameworks=[framework])
     return [c for c in rec.configs if c.framework == framework]
 
 
