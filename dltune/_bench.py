@@ -170,23 +170,9 @@ def _combine(runs: list[Measurement]) -> Measurement:
 def _as_configs(configs: Any) -> list[TrainConfig]:
     """``configs`` as a list of :class:`TrainConfig`: one, a dict of its fields, or an iterable of
     either (``Recommendation.config`` is one; ``TrainConfig.to_dict()`` gives the dict)."""
-    if isinstance(configs, (TrainConfig, dict)):
-        configs = [configs]
-    elif isinstance(configs, (str, bytes)) or not isinstance(configs, Iterable):
-        raise ParameterError(
-            "The 'configs' parameter must be a TrainConfig, a dict of its fields or a list of "
-            f"them. Got {type(configs).__name__} instead."
-        )
-    out = []
-    for config in configs:
-        if isinstance(config, dict):
-            config = TrainConfig.from_dict(config)
-        if not isinstance(config, TrainConfig):
-            raise ParameterError(
-                "The 'configs' parameter must hold TrainConfig objects or dicts of their fields. "
-                f"Got {type(config).__name__} instead."
-            )
-        out.append(config)
+    from dltune._validation import as_list_of
+
+    out = as_list_of("configs", configs, TrainConfig, TrainConfig.from_dict)
     if not out:
         raise ParameterError("The 'configs' parameter must hold at least one TrainConfig. Got none.")
     return out

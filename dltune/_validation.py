@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
 
-__all__ = ["check_choice", "check_float", "check_int", "check_bool", "check_in_file", "check_out_dir", "check_out_file", "make_folder"]
+__all__ = ["check_choice", "check_float", "check_int", "as_list_of", "check_bool", "check_in_file", "check_out_dir", "check_out_file", "make_folder"]
 
 
 def _fmt_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -122,3 +122,26 @@ def make_folder(folder: Path, message: str) -> None:
         why = (f"{str(blocking)!r} is a file" if blocking is not None and not blocking.is_dir()
                else exc.strerror or str(exc))
         raise ParameterError(f"{message}: {why}.") from None
+
+
+def as_list_of(name: str, value: Any, cls: type, from_dict: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """``value`` as a list of ``cls``: one, a dict of its fields (made by ``from_dict``), or an
+    iterable of either; anything else raises a ``ParameterError`` naming ``name``."""
+    if isinstance(value, (cls, dict)):
+        value = [value]
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ParameterError(
+            f"The '{name}' parameter must be a {cls.__name__}, a dict of its fields or a list of "
+            f"them. Got {type(value).__name__} instead."
+        )
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            item = from_dict(item)
+        if not isinstance(item, cls):
+            raise ParameterError(
+                f"The '{name}' parameter must hold {cls.__name__} objects or dicts of their fields. "
+                f"Got {type(item).__name__} instead."
+            )
+        out.append(item)
+    return out

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
-from dltune._validation import check_in_file
+from dltune._validation import as_list_of, check_in_file
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -220,16 +220,5 @@ def to_dataframe(records: Iterable[Measurement | dict[str, Any]]):
     column names."""
     import pandas as pd
 
-    if isinstance(records, (Measurement, dict, str, bytes)) or not isinstance(records, Iterable):
-        records = [records]  # one record; anything else is refused below
-    rows = []
-    for r in records:
-        if isinstance(r, dict):
-            r = Measurement.from_dict(r)
-        if not isinstance(r, Measurement):
-            raise ParameterError(
-                "The 'records' parameter must hold Measurement objects or their dicts. "
-                f"Got {type(r).__name__} instead."
-            )
-        rows.append(r.flat())
-    return pd.DataFrame(rows)
+    records = as_list_of("records", records, Measurement, Measurement.from_dict)
+    return pd.DataFrame([r.flat() for r in records])

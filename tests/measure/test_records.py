@@ -88,5 +88,7 @@ def test_summary_row():
 def test_to_dataframe_takes_records_or_their_dicts_and_refuses_others():
     assert len(to_dataframe([_record().to_dict(), _record("tensorflow", accuracy=0.8)])) == 2
     assert len(to_dataframe(_record())) == 1
-    with pytest.raises(ParameterError, match="must hold Measurement objects or their dicts. Got int instead"):
+    with pytest.raises(ParameterError, match="must hold Measurement objects or dicts of their fields. Got int instead"):
         to_dataframe([_record(), 3])
+    with pytest.raises(ParameterError, match="must be a Measurement, a dict of its fields or a list of them. Got int"):
+        to_dataframe(3)
