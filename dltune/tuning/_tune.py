@@ -113,16 +113,17 @@ def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any]) -> int:
     return n
 
 
-def _recommended(workload: Any, hardware: Any, framework: str) -> list[TrainConfig]:
-    """Configurations dltune.recommend proposes for ``framework``: its pick, then alternatives;
-    none (with a warning) for a framework the surrogates cannot predict (too few runs of it)."""
+def _recommended(workload: Any, hardware: Any, framework: str, storage: str) -> list[TrainConfig]:
+    """Configurations dltune.recommend proposes for ``framework`` from the knowledge base and the
+    records in ``storage`` (the one tune works in): its pick, then alternatives; none (with a
+    warning) for a framework the surrogates cannot predict (too few runs of it)."""
     import warnings
 
     from dltune._errors import FrameworkNotPredictedError
     from dltune.recommend import recommend
 
     try:
-        rec = recommend(workload, hardware=hardware, frameworks=[framework])
+        rec = recommend(workload, hardware=hardware, frameworks=[framework], storage=storage)
     except FrameworkNotPredictedError as exc:
         warnings.warn(f"No warm start for {framework} (its study starts from the sampler): {exc}",
                       UserWarning, stacklevel=2)
@@ -374,7 +375,7 @@ def tune(
                                    build_pruner(pruner if pruner is not None else pruner_name, len(objs)))
             queued = list(enqueue or [])
             if warm_start:
-                queued = _recommended(wl, hw, fw) + queued
+                queued = _recommended(wl, hw, fw, url) + queued
             if queued:
                 _enqueue(study, fw_space, queued)
             if workers == 1:

@@ -165,9 +165,8 @@ def test_tune_ends_with_the_recommend_command_that_picks_among_its_trials():
 def test_a_warm_start_for_a_framework_recommend_cannot_predict_warns_in_one_line_and_tunes(tmp_path, cli):
     """The shipped knowledge base has no numpy runs: recommend refuses the framework, so its
     study starts from the sampler (the whole tune once failed on that refusal)."""
-    url = f"sqlite:///{tmp_path}/w.db"  # recommend's records too: none when it is asked
-    done = cli(*_TUNE, "--trials", "1", "--warm-start", "--no-preset", "--storage", url,
-               env={"DLTUNE_STORAGE": url})
+    url = f"sqlite:///{tmp_path}/w.db"  # recommend's records too (none when it is asked)
+    done = cli(*_TUNE, "--trials", "1", "--warm-start", "--no-preset", "--storage", url)
     assert done.returncode == 0, done.stderr[-2000:]
     assert ("dltune tune: warning: No warm start for numpy (its study starts from the sampler): The "
             "'frameworks' parameter must be one of {'mxnet', 'tensorflow', 'theano', 'torch'}. Got 'numpy' "

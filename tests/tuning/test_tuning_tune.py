@@ -200,7 +200,7 @@ def test_warm_start_enqueues_what_recommend_proposes(tiny_workload, cheap_space,
         configs = [proposed, other]
 
     def fake_recommend(workload, hardware=None, frameworks=None, **kwargs):
-        calls.append((workload, hardware, frameworks))
+        calls.append((workload, hardware, frameworks, kwargs.get("storage")))
         return FakeRecommendation()
 
     # recommend() needs the shipped knowledge base; this test checks tune's side of the wiring
@@ -209,6 +209,7 @@ def test_warm_start_enqueues_what_recommend_proposes(tiny_workload, cheap_space,
     res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=2, storage=url,
                seed=0, warm_start=True, compare_preset=False)["numpy"]
     assert calls and calls[0][0] is tiny_workload and calls[0][2] == ["numpy"]
+    assert calls[0][3] == url  # fitted on the records of the storage the tune works in
     trials = _study(url, res.study_name).trials
     # weight decay 0 lies below the space's log range: clipped to its low end
     assert trials[0].params == {"learning_rate": 0.1, "batch_size": 64, "epochs": 3,
