@@ -317,7 +317,10 @@ def _extra_records(records: Iterable[Any] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for item in records or []:
         if isinstance(item, (str, os.PathLike)):
-            out.extend(r.to_dict() for r in load_records(item))
+            loaded = load_records(item)
+            if not loaded:  # a wrong file, most likely: the fit would silently leave it out
+                raise ParameterError(f"The 'records' file {str(item)!r} holds no records.")
+            out.extend(r.to_dict() for r in loaded)
         elif isinstance(item, dict):
             out.append(item)
         else:

@@ -620,6 +620,13 @@ def test_cli_table_and_errors(kb, cli):
     assert both.returncode == 2 and "--hardware" in both.stderr
 
 
+def test_a_records_file_of_no_records_is_refused(kb, workload, tmp_path):
+    empty = tmp_path / "runs.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(ParameterError, match=f"The 'records' file '{empty}' holds no records."):
+        recommend(workload, records=[str(empty)], knowledge_base=kb, storage=None)
+
+
 def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_intervals_widened(kb, workload, monkeypatch):
     from dltune import Workload
     from dltune.hardware import Hardware
