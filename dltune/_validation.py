@@ -14,7 +14,8 @@ from typing import Any
 
 from dltune._errors import ParameterError
 
-__all__ = ["check_choice", "check_float", "check_int", "as_list_of", "check_bool", "check_in_file", "check_out_dir", "check_out_file", "make_folder"]
+__all__ = ["as_list_of", "check_bool", "check_choice", "check_float", "check_in_file", "check_int",
+           "check_out_dir", "check_out_file", "make_folder"]
 
 
 def _fmt_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:

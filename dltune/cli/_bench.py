@@ -122,6 +122,7 @@ def _threads_cell(record: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dltune._bench import benchmark
+    from dltune._storage_url import default_storage_url
     from dltune._validation import check_int, check_out_file
     from dltune.measure import save_records
 
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     configs = configs_from_args(args, frameworks, args.workload)
     if args.out:
         check_out_file("out", args.out)  # not after the runs: their records would be lost
-    storage = None if args.storage == "none" else (args.storage or "default")
+    storage = None if args.storage == "none" else (args.storage or default_storage_url())
     workload = load_workload(args)
     records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault,
                         storage=storage)
@@ -158,10 +159,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         print(f"records saved to {args.out}")
     if storage is not None:
-        from dltune._storage_url import default_storage_url, mask_url
-        from dltune.study._store import BENCH_PREFIX
+        from dltune._storage_url import mask_url
+        from dltune.study._store import BENCH_PREFIX, study_name
 
-        url = default_storage_url() if storage == "default" else storage
-        print(f"records stored in {mask_url(url)} (study {BENCH_PREFIX}{workload.name}): "
+        print(f"records stored in {mask_url(storage)} (study {study_name(workload.name, BENCH_PREFIX)}): "
               "dltune recommend fits on them (--storage none: not stored)")
     return 0 if all(r.ok for r in records) else 1

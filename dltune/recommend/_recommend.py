@@ -622,7 +622,7 @@ def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
     recommending for this machine."""
     from dltune.surrogate._model import MIN_FRAMEWORK_RUNS, MIN_FRAMEWORK_WORKLOADS
 
-    measured = perf.predictable_frameworks()
+    predictable = perf.predictable_frameworks()
     if requested is not None:
         if isinstance(requested, str):
             requested = [requested]
@@ -632,7 +632,7 @@ def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
                     check_choice("frameworks", name, perf.frameworks_)
                 except ParameterError as exc:
                     raise FrameworkNotPredictedError(str(exc)) from None
-            if name not in measured:
+            if name not in predictable:
                 runs = perf.framework_runs_[name]
                 raise FrameworkNotPredictedError(
                     f"The 'frameworks' parameter names {name}, of which the surrogates have "
@@ -644,11 +644,11 @@ def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
                 )
         return list(requested)
     if not local:
-        return list(measured)
+        return list(predictable)
     from dltune._bench import interpreter_for
 
     available = []
-    for name in measured:
+    for name in predictable:
         try:
             interpreter_for(name)
             available.append(name)
@@ -656,7 +656,7 @@ def _frameworks(requested: list[str] | None, perf, local: bool) -> list[str]:
             continue
     if not available:
         raise DltuneError(
-            f"None of the frameworks the knowledge base measured ({', '.join(measured)}) is "
+            f"None of the frameworks the knowledge base measured ({', '.join(predictable)}) is "
             "installed here; install one (e.g. pip install 'dltune[torch]') or pass 'hardware' "
             "to recommend for another machine."
         )

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
-from dltune._storage_url import check_url, sqlite_path
+from dltune._storage_url import default_storage_url, require_database
 from dltune._validation import check_in_file
-from dltune.study._store import StudyRecord, default_storage
+from dltune.study._store import StudyRecord
 
 __all__ = ["load_study_records", "records_frame", "thread_label"]
 
@@ -62,13 +62,8 @@ def load_study_records(
         recs = _read_file(Path(records))
         source = str(records)
     else:
-        url = storage or default_storage()
-        path = sqlite_path(check_url(url))
-        if path is not None and not path.exists():
-            raise ParameterError(
-                f"The 'storage' database {str(path)!r} does not exist. Run 'dltune study' first "
-                "or pass --storage / --records."
-            )
+        url = require_database(storage or default_storage_url(),
+                               "run 'dltune study' first, or pass --records")
         recs = load_storage_records(url)
         source = url
     names = sorted({r.measurement.workload.get("name", "?") for r in recs})

@@ -33,13 +33,10 @@ STUDY_PREFIX = "dltune-study:"
 BENCH_PREFIX = "dltune-bench:"
 
 
-def default_storage() -> str:
-    """``$DLTUNE_STORAGE`` (keeps passwords off command lines), else ``sqlite:///dltune.db``."""
-    return default_storage_url()
-
-
-def study_name(workload_name: str) -> str:
-    return f"{STUDY_PREFIX}{workload_name}"
+def study_name(workload_name: str, prefix: str = STUDY_PREFIX) -> str:
+    """The study holding a workload's study records (``prefix`` :data:`BENCH_PREFIX`: its
+    ``dltune bench`` records)."""
+    return f"{prefix}{workload_name}"
 
 
 @dataclass
@@ -121,8 +118,8 @@ class StudyStore:
         optuna = _optuna()
         from dltune.tuning._storage import open_storage
 
-        self.storage_url = storage or default_storage()
-        self.name = f"{prefix}{workload_name}"
+        self.storage_url = storage or default_storage_url()
+        self.name = study_name(workload_name, prefix)
         # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
         opened = open_storage(self.storage_url, heartbeat=False)
         try:

@@ -25,7 +25,7 @@ from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._paths import while_unchanged
-from dltune._storage_url import check_url, sqlite_path
+from dltune._storage_url import require_database, sqlite_path
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
 __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_records",
@@ -87,11 +87,10 @@ def load_storage_records(storage: str) -> list[dict[str, Any]]:
     opened as :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that
     is no database URL, ``StorageError`` for one that cannot be reached).
     """
-    path = sqlite_path(check_url(storage))
+    path = sqlite_path(require_database(
+        storage, "recommend fits on the records 'dltune tune', 'study' and 'bench' stored there"))
     groups: list[dict[str, Any]] = []
     if path is not None:
-        if not path.exists():
-            raise ParameterError(f"The 'storage' file {str(path)!r} does not exist.")
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             try:
                 trial_rows = conn.execute(
