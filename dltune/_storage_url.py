@@ -12,8 +12,8 @@ from pathlib import Path
 
 from dltune._errors import ParameterError
 
-__all__ = ["DEFAULT_STORAGE", "check_url", "default_storage_url", "driver_url", "mask_url",
-           "require_database", "sqlite_path"]
+__all__ = ["DEFAULT_STORAGE", "check_sqlite_file", "check_url", "default_storage_url", "driver_url",
+           "mask_url", "require_database", "sqlite_path", "unreadable_database"]
 
 DEFAULT_STORAGE = "sqlite:///dltune.db"
 
@@ -25,20 +25,44 @@ def default_storage_url() -> str:
     return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE
 
 
+# A URL in a text: a scheme, then up to the next blank (a quote may be in a password).
+_URL_IN_TEXT = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<rest>\S*)", re.IGNORECASE)
+
+
+def _password(url: str) -> str | None:
+    """The password of a URL's ``user:password@`` part, or None. The part runs from ``//`` to
+    the *last* ``@``, so a raw ``@``, ``:`` or ``/`` in the password stays inside it; SQLite
+    URLs have no such part (their path may hold an ``@``)."""
+    match = _URL_IN_TEXT.match(url)
+    if not match or match["scheme"].lower().startswith("sqlite"):
+        return None
+    userinfo = match["rest"].rpartition("@")[0]
+    user, colon, password = userinfo.partition(":")
+    return password if colon else None
+
+
 def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (safe to print and log)."""
-    return re.sub(r"(?P<head>[a-z][a-z0-9+.-]*://[^/:@\s]*:)(?P<pw>[^@/\s]*)@",
-                  lambda m: f"{m['head']}***@", url, flags=re.IGNORECASE)
+    """The text with the password of each URL in it replaced by ``***`` (safe to print and log):
+    ``postgresql://user:***@host/db``."""
+
+    def masked(match: re.Match[str]) -> str:
+        if _password(match[0]) is None:
+            return match[0]
+        userinfo, _, host = match["rest"].rpartition("@")
+        return f"{match['scheme']}://{userinfo.partition(':')[0]}:***@{host}"
+
+    return _URL_IN_TEXT.sub(masked, url)
 
 
 def _scrub(text: str, url: str) -> str:
-    """``text`` with the URL's password removed wherever it appears."""
-    match = re.match(r"[a-z][a-z0-9+.-]*://[^/:@\s]*:(?P<pw>[^@/\s]+)@", url, flags=re.IGNORECASE)
-    text = mask_url(text.replace(url, mask_url(url)))
-    if match:
-        from urllib.parse import unquote
+    """``text`` with the URL's password removed wherever it appears, in the URL or alone (a
+    driver's message may quote it), as written and percent-decoded."""
+    from urllib.parse import unquote
 
-        for secret in {match["pw"], unquote(match["pw"])}:
+    text = mask_url(text.replace(url, mask_url(url)))
+    password = _password(url)
+    for secret in {password, unquote(password)} if password else ():
+        if secret:
             text = text.replace(secret, "***")
     return text
 
@@ -55,6 +79,12 @@ def check_url(url: str) -> str:
         raise ParameterError(
             f"The 'storage' URL scheme must be one of {{{', '.join(_SCHEMES)}}}. "
             f"Got {scheme!r} instead."
+        )
+    if scheme != "sqlite" and re.match(r"[^:/]*:[^@]*@[^/?#]*@", url.split("://", 1)[1]):
+        # SQLAlchemy ends the password at its first '@' and would take the rest for the host.
+        raise ParameterError(
+            "The 'storage' URL's password must write '@' as '%40' (percent-encoded). "
+            f"Got {mask_url(url)!r} instead."
         )
     return url
 
@@ -94,11 +124,52 @@ def sqlite_path(url: str) -> Path | None:
 
 def require_database(url: str, needed_by: str) -> str:
     """``url``, checked; a ``ParameterError`` if it names a SQLite file that does not exist
-    (opening it would create an empty database). ``needed_by`` says what the file should hold."""
+    (opening it would create an empty database) or that is no whole SQLite database
+    (:func:`check_sqlite_file`). ``needed_by`` says what the file should hold."""
     path = sqlite_path(check_url(url))
     if path is not None and not path.exists():
         raise ParameterError(
             f"The 'storage' database {str(path)!r} does not exist: {needed_by} "
             "(pass --storage or $DLTUNE_STORAGE)."
         )
+    if path is not None:
+        check_sqlite_file(path)
     return url
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def unreadable_database(path: Path, why: str) -> ParameterError:
+    """The error for a ``storage`` SQLite file that cannot be read as a database."""
+    return ParameterError(f"The 'storage' parameter must name a SQLite database. Got {str(path)!r}, "
+                          f"which {why}.")
+
+
+def check_sqlite_file(path: Path) -> Path:
+    """``path`` if it is empty (SQLite's empty database) or a whole SQLite database; else a
+    ``ParameterError``. A foreign file or a database cut short would otherwise read as one
+    holding no records (https://www.sqlite.org/fileformat.html#the_database_header)."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+        size = path.stat().st_size
+    except OSError as exc:
+        raise unreadable_database(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not header:
+        return path
+    if not header.startswith(_SQLITE_MAGIC):
+        raise unreadable_database(path, "is not a SQLite database")
+    if len(header) < 100:
+        raise unreadable_database(path, f"is cut short ({size} bytes, less than its header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The header's page count holds while its change counter matches; a hot journal or a WAL
+    # file beside it means a write was cut off and SQLite restores the file on opening.
+    counted = header[24:28] == header[92:96] and pages > 0
+    pending = any(path.with_name(path.name + s).exists() for s in ("-journal", "-wal"))
+    if counted and not pending and size < page_size * pages:
+        raise unreadable_database(
+            path, f"is cut short ({size} bytes of the {page_size * pages} its header counts)")
+    return path

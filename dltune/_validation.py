@@ -7,7 +7,7 @@ Messages follow scikit-learn's form:
 from __future__ import annotations
 
 import math
-import os
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -79,16 +79,36 @@ def check_bool(name: str, value: Any) -> bool:
     raise ParameterError(f"The '{name}' parameter must be a bool. Got {value!r} instead.")
 
 
+def _unwritable(folder: Path, target: Path | None = None) -> str | None:
+    """Why nothing can be written in ``folder`` (or to the existing file ``target`` in it), or
+    None. A probe file is made and removed there, for ``os.access`` says yes to root even on
+    /proc; an existing target must be a regular file that opens for appending (/dev/full fails
+    only once written)."""
+    if target is not None and target.exists() and not target.is_file():
+        return "not a regular file"
+    try:
+        if target is not None and target.exists():
+            target.open("ab").close()
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".dltune-probe-") as probe:
+            probe.write(b"\0")
+            probe.flush()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def check_out_file(name: str, value: Any) -> Path:
-    """Return ``value`` as a path a file can be written to: not a folder, its folder made if
-    missing and writable. Checked before the work whose results it is to hold."""
+    """Return ``value`` as a path a file can be written to (:func:`_unwritable`): not a folder,
+    its folder made if missing. Checked before the work whose results it is to hold."""
     path = Path(str(value)).expanduser()
     if path.is_dir():
         raise ParameterError(f"The '{name}' parameter must be a file path. Got the folder {str(value)!r} instead.")
     make_folder(path.parent, f"The '{name}' parameter must be a file path whose folder can be made. "
                               f"Got {str(value)!r}")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise ParameterError(f"The '{name}' parameter must be a writable file path. Got {str(value)!r} instead.")
+    why = _unwritable(path.parent, path)
+    if why is not None:
+        raise ParameterError(f"The '{name}' parameter must be a writable file path. Got {str(value)!r} "
+                             f"instead ({why}).")
     return path
 
 
@@ -102,15 +122,25 @@ def check_in_file(name: str, value: Any) -> Path:
     return path
 
 
-def check_out_dir(name: str, value: Any) -> Path:
-    """Return ``value`` as a folder that exists (made if missing) and is writable. Checked
-    before the work whose results it is to hold."""
+def check_out_dir(name: str, value: Any, make: bool = True) -> Path:
+    """Return ``value`` as a writable folder that exists (made if missing; with ``make`` False,
+    left missing if it could be made: a dry run writes nothing). Checked before the work whose
+    results it is to hold."""
     path = Path(str(value)).expanduser()
     if path.exists() and not path.is_dir():
         raise ParameterError(f"The '{name}' parameter must be a folder. Got the file {str(value)!r} instead.")
-    make_folder(path, f"The '{name}' parameter must be a folder that can be made. Got {str(value)!r}")
-    if not os.access(path, os.W_OK):
-        raise ParameterError(f"The '{name}' parameter must be a writable folder. Got {str(value)!r} instead.")
+    cannot = f"The '{name}' parameter must be a folder that can be made. Got {str(value)!r}"
+    nearest = path
+    if make:
+        make_folder(path, cannot)
+    else:
+        nearest = next(p for p in (path, *path.parents) if p.exists())
+        if not nearest.is_dir():
+            raise ParameterError(f"{cannot}: {str(nearest)!r} is a file.")
+    why = _unwritable(nearest)
+    if why is not None:
+        raise ParameterError(f"The '{name}' parameter must be a writable folder. Got {str(value)!r} "
+                             f"instead ({why}).")
     return path
 
 

@@ -52,3 +52,33 @@ def test_a_report_is_not_written_over_a_folder(cli, tmp_path):
     done = cli("report", "--records", str(tmp_path / "runs.json"), "--out", str(tmp_path / "new" / "r.md"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "new" / "r.md").read_text().startswith("#")
+
+
+@pytest.mark.parametrize("url", ["foo", "foo://bar"])
+def test_study_refuses_a_wrong_storage_before_it_makes_its_out_folder(cli, tmp_path, url):
+    """`study --storage foo --out DIR` made DIR, then refused the URL."""
+    done = cli("study", "--workload", "digits", "--frameworks", "numpy", "--no-tune", "--storage", url,
+               "--out", str(tmp_path / "out"), env={"DLTUNE_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("dltune study: error: The 'storage' ") and "Got 'foo" in line, line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("args", "out"), [
+    (["report", "--records", "{file}", "--out", "/proc/r.html"], "/proc/r.html"),
+    (["report", "--records", "{file}", "--out", "/dev/full"], "/dev/full"),
+    (["study", "--workload", "digits", "--model", "mlp", "--frameworks", "numpy", "--no-tune",
+      "--max-epochs", "1", "--budget-minutes", "0.1", "--out", "/proc"], "/proc"),
+    (["kb", "build", "--plan", "--suite", "tiny", "--frameworks", "numpy", "--out", "/proc"], "/proc"),
+    (["kb", "calibrate", "--plan", "--frameworks", "numpy", "--out", "/proc/cal"], "/proc/cal"),
+])
+def test_an_out_path_nothing_can_be_written_to_is_refused_before_any_work(cli, tmp_path, a_file, args, out):
+    """As `bench --out`: a probe file is made and removed there (``os.access`` says yes to root
+    on /proc), and an existing file must be a regular one (/dev/full fails only once written)."""
+    done = cli(*[a.format(file=a_file) for a in args], env={"DLTUNE_CACHE": str(tmp_path / "cache"),
+                                                             "DLTUNE_STORAGE": f"sqlite:///{tmp_path}/s.db"})
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert "error: The 'out' parameter must be a writable f" in line and f"Got {out!r} instead (" in line, line
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "cache").exists()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
 
 __all__ = ["main"]
 
@@ -31,11 +34,30 @@ def _chosen(argv: list[str]) -> str | None:
     return None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line in dltune's form (exit status 2):
+    ``dltune CMD: error: MESSAGE (see 'dltune CMD --help')``, as a refused value is; the
+    usage block would bury the line that says what was wrong. Subparsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` chose, e.g. ``dltune kb build``'s."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None))
+            if chosen is not None:
+                return _command_parser(chosen, args)
+    return parser
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen command's module is imported (all of them without argv)."""
     from dltune import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dltune",
         description="Which deep-learning framework and configuration for this workload, measured.",
     )
@@ -50,9 +72,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warnings(command: str) -> None:
+@contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
     """dltune's own warnings as one line each, ``dltune COMMAND: warning: ...``, as its errors
-    are; another library's keep Python's form (file and line), which says whose they are."""
+    are; another library's keep Python's form (file and line), which says whose they are.
+    Python's own way is restored on exit, so that ``main`` called in-process leaves none behind."""
     import warnings
     from pathlib import Path
 
@@ -66,6 +90,10 @@ def _one_line_warnings(command: str) -> None:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    _one_line_warnings(args.command)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's parser, not the top-level one parse_args would use
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        return int(args.func(args) or 0)
+        with _one_line_warnings(args.command):
+            return int(args.func(args) or 0)
     except DltuneError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dltune {args.command}: error: {message}", file=sys.stderr)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
 import sys
 
 
@@ -28,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     url = require_database(args.storage or default_storage_url(),
                            "the dashboard shows the studies that 'dltune tune' or 'dltune study' stored there")
+    _check_bindable(args.host, args.port)
     storage = open_storage(url, heartbeat=False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"dltune dashboard: warning: binding {args.host} exposes the studies to the network",
@@ -37,3 +40,25 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr, flush=True)
     run_server(storage, host=args.host, port=args.port)
     return 0
+
+
+def _check_bindable(host: str, port: int) -> None:
+    """Refuse a ``host`` that does not resolve to this machine, or a ``port`` that cannot be
+    bound there, before the server starts. The probe binds as bottle's wsgiref server does (IPv6
+    when the host has a colon, SO_REUSEADDR), so it fails where the server would."""
+    from dltune._errors import ParameterError
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except (socket.gaierror, UnicodeError) as exc:
+            why = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+            raise ParameterError(f"The 'host' parameter must be a name or address of this machine. "
+                                 f"Got {host!r}, which does not resolve: {why}.") from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise ParameterError(f"The 'host' parameter must be an address of this machine. "
+                                     f"Got {host!r}: {exc.strerror}.") from None
+            raise ParameterError(f"The 'port' parameter must be a port that can be listened on at "
+                                 f"{host}. Got {port}: {exc.strerror}.") from None

@@ -56,11 +56,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
     validate.add_argument("--records", action="append", metavar="FILE",
                           help="records to validate on (default: the shipped KB); repeatable")
-    validate.add_argument("--calibrations", action="append", metavar="FILE",
-                          help="calibration records to score too (on the shipped KB, beside the "
-                               "cache's and the shipped calibrations, scored by default); repeatable")
-    validate.add_argument("--no-calibrations", action="store_true",
-                          help="score the knowledge base only")
+    scored = validate.add_mutually_exclusive_group()
+    scored.add_argument("--calibrations", action="append", metavar="FILE",
+                        help="calibration records to score too (on the shipped KB, beside the "
+                             "cache's and the shipped calibrations, scored by default); repeatable")
+    scored.add_argument("--no-calibrations", action="store_true",
+                        help="score the knowledge base only")
     validate.add_argument("--objective", choices=("accuracy", "time", "balanced"), default="accuracy",
                           help="the objective the regret's pick is made for (default: accuracy)")
     validate.add_argument("--own-runs", type=int, default=0, metavar="K",
@@ -84,7 +85,8 @@ def _frameworks(args: argparse.Namespace) -> list[str] | None:
     from dltune.backends import BACKENDS
     from dltune.cli._common import parse_list
 
-    return parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
+    # '' is refused (parse_list), not taken for the default of every available backend.
+    return parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks is not None else None
 
 
 def _print_plan(args: argparse.Namespace, plan) -> int:
@@ -128,23 +130,16 @@ def _print_result(args: argparse.Namespace, result) -> None:
                   "per framework and model against the one most runs come from")
 
 
-def _check_args(args: argparse.Namespace) -> None:
-    from dltune._validation import check_float, check_out_dir
-
-    if args.budget_hours is not None:
-        check_float("budget_hours", args.budget_hours, 0.0, None, low_open=True)
-    if not args.plan and getattr(args, "out", None) is not None:
-        check_out_dir("out", args.out)  # before the warning of a busy machine, and any run
-
-
 def run_build(args: argparse.Namespace) -> int:
-    from dltune.kb import build_kb, plan_suite
+    from dltune.kb import build_kb
+    from dltune.kb._build import plan_build
 
     frameworks = _frameworks(args)
-    _check_args(args)  # with --plan too, which would otherwise print a plan for its budget
+    # The build's own checks, before the warning of a busy machine; all --plan does besides.
+    planned = plan_build(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
+                         args.repeats, args.fresh, args.quiet_wait)
     if args.plan:
-        return _print_plan(args, plan_suite(args.suite, frameworks, args.configs_per_pair,
-                                            args.repeats, fresh=args.fresh))
+        return _print_plan(args, planned.runs)
     _warn_if_loaded()
     result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
                       args.repeats, fresh=args.fresh, progress=not args.json,
@@ -159,9 +154,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from dltune.kb._calibrate import calibration_plan
 
     frameworks = _frameworks(args)
-    _check_args(args)  # with --plan too, which would otherwise print a plan for its budget
+    # The calibration's own checks, before the warning of a busy machine; all --plan does besides.
+    plan = calibration_plan(frameworks, args.out, args.budget_hours, args.quiet_wait)
     if args.plan:
-        return _print_plan(args, calibration_plan(frameworks))
+        return _print_plan(args, plan)
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
                                command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)

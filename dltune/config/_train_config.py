@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,16 @@ OPTIMIZERS = ("sgd", "momentum", "adam")
 LR_RANGES = {"sgd": (1e-2, 0.5), "momentum": (1e-3, 0.1), "adam": (1e-4, 1e-2)}
 LR_SCHEDULES = ("constant", "inv", "step")
 DEVICES = ("cpu", "cuda")
+# Each float field's interval (check_float's arguments). A NaN or an infinity lies in none, and
+# is refused when the TrainConfig is made: it would train on and record NaN.
+FLOAT_RANGES: dict[str, dict[str, Any]] = {
+    "learning_rate": dict(low=0.0, high=10.0, low_open=True),
+    "momentum": dict(low=0.0, high=1.0, high_open=True),
+    "weight_decay": dict(low=0.0, high=1.0),
+    "lr_gamma": dict(low=0.0),
+    "lr_power": dict(low=0.0),
+    "timeout_s": dict(low=0.0, low_open=True),
+}
 
 
 @dataclass(frozen=True)
@@ -53,25 +65,27 @@ class TrainConfig:
     timeout_s: float = 3600.0
     preset_name: str | None = None
 
+    def __post_init__(self) -> None:
+        for name, interval in FLOAT_RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, numbers.Real) and not math.isfinite(value):
+                check_float(name, value, **interval)
+
     def validate(self, frameworks: list[str] | None = None, max_cores: int | None = None) -> TrainConfig:
         """Check every field; return ``self``. ``frameworks`` is the allowed backend list."""
         if frameworks is not None:
             check_choice("framework", self.framework, frameworks)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_float("learning_rate", self.learning_rate, 0.0, 10.0, low_open=True)
-        check_float("momentum", self.momentum, 0.0, 1.0, high_open=True)
-        check_float("weight_decay", self.weight_decay, 0.0, 1.0)
+        for name, interval in FLOAT_RANGES.items():
+            check_float(name, getattr(self, name), **interval)
         check_int("batch_size", self.batch_size, 1, 65536)
         check_int("epochs", self.epochs, 1, 10000)
         check_int("seed", self.seed, 0, 2**32 - 1)
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
-        check_float("lr_gamma", self.lr_gamma, 0.0, None)
-        check_float("lr_power", self.lr_power, 0.0, None)
         check_int("lr_step_epochs", self.lr_step_epochs, 1, None)
         if self.early_stopping_patience is not None:
             check_int("early_stopping_patience", self.early_stopping_patience, 1, None)
         check_choice("device", self.device, DEVICES)
-        check_float("timeout_s", self.timeout_s, 0.0, None, low_open=True)
         self.threads.validate(max_cores)
         return self
 
@@ -146,7 +160,12 @@ def available_presets(dataset: str = "mnist") -> list[str]:
 
 
 def default_preset(framework: str, dataset: str = "mnist") -> str:
-    """The name of ``framework``'s own default preset for ``dataset`` (``mnist`` or ``cifar10``):
-    its own where it has one, else Caffe's (MXNet; Theano on CIFAR-10; numpy and PyTensor). The
-    knowledge-base build measures this one on every workload, and ``recommend`` shows it."""
+    """The name of ``framework``'s own default preset for ``dataset`` (``mnist`` or ``cifar10``,
+    :func:`dltune.data.dataset_kind`): its published one where the study has one, else Caffe's
+    (MXNet, PyTensor, numpy, and Theano on CIFAR-10-like data).
+
+    The one rule for a framework's own defaults: the knowledge base measured these on every
+    workload (its records name them), ``recommend`` shows them, ``tune`` compares with them and
+    ``dltune study`` runs them as its ``defaults`` phase.
+    """
     return framework if framework in available_presets(dataset) else "caffe"

@@ -191,6 +191,11 @@ def _as_images(name: str, x: Any) -> np.ndarray:
     return x
 
 
+#: The largest class label of user arrays. The class count is the largest label + 1 (labels
+#: that do not occur still get an output), so a stray 10**9 would ask for a billion outputs.
+MAX_CLASS_LABEL = 65535
+
+
 def _as_labels(name: str, y: Any, n: int) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
@@ -204,8 +209,12 @@ def _as_labels(name: str, y: Any, n: int) -> np.ndarray:
             raise ParameterError(
                 f"The '{name}' parameter must hold integer class labels. Got dtype {y.dtype} instead."
             )
-    if len(y) and y.min() < 0:
-        raise ParameterError(f"The '{name}' parameter must hold labels >= 0. Got {int(y.min())}.")
+    if len(y) and (y.min() < 0 or y.max() > MAX_CLASS_LABEL):
+        bad = int(y.min()) if y.min() < 0 else int(y.max())
+        raise ParameterError(
+            f"The '{name}' parameter must hold class labels in [0, {MAX_CLASS_LABEL}] (the class "
+            f"count is the largest label + 1). Got {bad} instead."
+        )
     return y.astype(np.int64)
 
 

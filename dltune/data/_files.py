@@ -6,17 +6,21 @@ SHA-256 sums, and downloaded only when asked to (``download=True``).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import io
 import pickle
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from dltune._errors import DltuneError
 
-__all__ = ["DataFilesMissingError", "ChecksumError", "FILE_SETS", "read_idx", "load_idx_set", "load_cifar10"]
+__all__ = ["DataFilesMissingError", "ChecksumError", "DataFormatError", "FILE_SETS", "read_idx", "load_idx_set",
+           "load_cifar10"]
 
 
 class DataFilesMissingError(DltuneError, FileNotFoundError):
@@ -25,6 +29,10 @@ class DataFilesMissingError(DltuneError, FileNotFoundError):
 
 class ChecksumError(DltuneError, ValueError):
     """A data file's SHA-256 sum is not the published one."""
+
+
+class DataFormatError(DltuneError, ValueError):
+    """A data file's contents are not in its published format; the message names the file."""
 
 
 _IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -134,10 +142,63 @@ def load_idx_set(name: str, folder: Path, download: bool, verify: bool):
     return x_train[:, None], y_train.astype(np.int64), x_test[:, None], y_test.astype(np.int64)
 
 
-def _cifar_batch(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    batch = pickle.loads(raw, encoding="bytes")  # noqa: S301 - verified official file format
-    data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-    return data, np.asarray(batch[b"labels"], dtype=np.int64)
+def _latin1(text: str, encoding: str) -> bytes:
+    """``_codecs.encode`` as pickle protocols 0-2 call it to write bytes, and no other codec."""
+    if encoding != "latin1" or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r}")
+    return text.encode("latin1")
+
+
+@functools.cache
+def _cifar_globals() -> dict[tuple[str, str], Any]:
+    """The only callables a CIFAR-10 batch may name: numpy's array, dtype and scalar
+    constructors (under numpy 1's and numpy 2's module names) and pickle's own bytes helpers."""
+    try:
+        from numpy._core import multiarray, numeric
+    except ImportError:  # numpy < 2 (the legacy runtime)
+        from numpy.core import multiarray, numeric
+    allowed: dict[tuple[str, str], Any] = {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("_codecs", "encode"): _latin1,
+        ("builtins", "bytes"): bytes,
+        ("__builtin__", "bytes"): bytes,
+    }
+    for package in ("numpy.core", "numpy._core"):
+        allowed[(f"{package}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        allowed[(f"{package}.multiarray", "scalar")] = multiarray.scalar
+        allowed[(f"{package}.numeric", "_frombuffer")] = numeric._frombuffer
+    return allowed
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """Reads what the official batches hold (a dict of bytes, lists, ints and numpy arrays) and
+    refuses any other global, so a crafted file cannot run code, verified or not."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        allowed = _cifar_globals()
+        if (module, name) not in allowed:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which no CIFAR-10 batch holds")
+        return allowed[(module, name)]
+
+
+def _cifar_batch(raw: bytes, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """One batch's images (N, 3, 32, 32) and labels; a ``DataFormatError`` naming ``source``
+    for anything else."""
+    try:
+        batch = _CifarUnpickler(io.BytesIO(raw), encoding="bytes").load()
+        data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        labels = np.asarray(batch[b"labels"], dtype=np.int64)
+        if labels.shape != (len(data),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:
+            raise ValueError(f"{len(data)} images but labels of shape {labels.shape} "
+                             f"in [{labels.min(initial=0)}, {labels.max(initial=0)}]")
+    except Exception as exc:  # noqa: BLE001 - whatever a corrupt or crafted file raises
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataFormatError(
+            f"{source} is not a CIFAR-10 python batch ({why}): the file is corrupt or not the "
+            "official one. Replace it with the official cifar-10-python.tar.gz."
+        ) from None
+    return data, labels
 
 
 def load_cifar10(folder: Path, download: bool, verify: bool):
@@ -150,7 +211,7 @@ def load_cifar10(folder: Path, download: bool, verify: bool):
             if stem.startswith("data_batch_") or stem == "test_batch":
                 fh = tar.extractfile(member)
                 if fh is not None:
-                    parts[stem] = _cifar_batch(fh.read())
+                    parts[stem] = _cifar_batch(fh.read(), f"{paths['cifar-10-python.tar.gz']}:{member.name}")
     train = [parts[k] for k in sorted(parts) if k.startswith("data_batch_")]
     if not train or "test_batch" not in parts:
         raise DltuneError(f"{paths['cifar-10-python.tar.gz']} holds no data_batch_* / test_batch files.")

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dltune._errors import DltuneError
+from dltune._errors import DltuneError, ParameterError
 from dltune._paths import cache_dir, user_cache_dir
+from dltune._validation import check_out_dir
 from dltune.envs._scripts import INSPECT, PROBE, parse_result
 
 __all__ = ["LEGACY_PINS", "LegacyRuntime", "ProbeResult", "clean_environment"]
@@ -65,6 +66,9 @@ def clean_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_NOT_PYTHON = "The 'python' parameter must be a Python interpreter."
+
+
 def _python_version(python: str) -> tuple[int, int, int]:
     """The version of interpreter ``python``, running it unless it is this one."""
     if os.path.realpath(python) == os.path.realpath(sys.executable):
@@ -79,10 +83,19 @@ def _python_version(python: str) -> tuple[int, int, int]:
             env=clean_environment(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DltuneError(f"The Python interpreter {python!r} could not be run: {exc}") from exc
+        raise ParameterError(f"{_NOT_PYTHON} {python!r} could not be run: {exc}") from exc
+    said = (done.stderr or done.stdout).strip().splitlines()
     if done.returncode != 0:
-        raise DltuneError(f"The Python interpreter {python!r} failed: {done.stderr.strip()[-300:]}")
-    major, minor, micro = (int(p) for p in done.stdout.strip().split("."))
+        raise ParameterError(
+            f"{_NOT_PYTHON} {python!r} exited with status {done.returncode} when asked its version"
+            + (f": {said[-1][-300:]}" if said else " and printed nothing") + "."
+        )
+    try:
+        major, minor, micro = (int(p) for p in done.stdout.strip().split("."))
+    except ValueError:
+        raise ParameterError(
+            f"{_NOT_PYTHON} {python!r} answered {done.stdout.strip()[-100:]!r} when asked its version."
+        ) from None
     return major, minor, micro
 
 
@@ -96,6 +109,13 @@ def _check_supported(version: tuple[int, ...], python: str) -> None:
             f"versions), but {python} is Python {shown}. Install Python 3.11 and run: "
             f"dltune env install legacy --python /path/to/python3.11"
         )
+
+
+def _supported_version(python: str) -> tuple[int, int, int]:
+    """The version of interpreter ``python``, if the legacy runtime can be made with it."""
+    version = _python_version(python)
+    _check_supported(version, python)
+    return version
 
 
 @contextlib.contextmanager
@@ -244,21 +264,26 @@ class LegacyRuntime:
             progress: called with one line per step (and pip's output).
 
         Raises:
+            ParameterError: ``path`` is a file or a folder that cannot be written.
             DltuneError: unsupported or broken interpreter, a folder that is not a virtual
                 environment, or pip failing (with the end of its output).
         """
         runtime = cls(path)
+        # The folder and a given interpreter are checked before the lock file is made beside the
+        # folder: a wrong one leaves nothing.
+        check_out_dir("path", runtime.path, make=False)
+        version = _supported_version(python) if python is not None else None
         with _locked(runtime.path.with_name(runtime.path.name + ".lock")):
-            runtime.actions = tuple(runtime._install(python, progress or (lambda line: None)))
+            runtime.actions = tuple(runtime._install(python, progress or (lambda line: None), version))
         return runtime
 
-    def _install(self, python: str | None, say: Progress) -> list[str]:
+    def _install(self, python: str | None, say: Progress,
+                 version: tuple[int, int, int] | None = None) -> list[str]:
         actions: list[str] = []
         state = self._inspect()
         if python is not None or state is None:
             target = python or sys.executable
-            version = _python_version(target)
-            _check_supported(version, target)
+            version = version or _supported_version(target)
             if state is None or state.version.split(".")[:2] != [str(v) for v in version[:2]]:
                 self._create_venv(target, version, say)
                 actions.append("venv")

@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._validation import check_float, check_int
 
 __all__ = ["Hardware", "cpu_identity", "hardware_command"]
+
+# What a described machine may claim; beyond them a description is a typo, not a machine.
+MAX_CORES = 4096
+MAX_MEMORY_GB = 65536.0
+MAX_GPU_MEMORY_MB = 1048576.0
 
 # Fields that identify a hardware target (with the CPU's instruction-set extensions, below);
 # everything else is descriptive.
@@ -118,7 +124,6 @@ class Hardware:
         """This machine, or its first ``cores`` usable cores."""
         import psutil
 
-        from dltune._validation import check_int
         from dltune.config import usable_cores
 
         available = usable_cores()
@@ -189,19 +194,14 @@ class Hardware:
         data.setdefault("cpu_model", "unknown")
         data.setdefault("memory_gb", 0.0)
         for key in ("logical_cores", "physical_cores", "usable_cores"):
-            value = data[key]
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ParameterError(
-                    f"The 'hardware.{key}' parameter must be an int >= 1. Got {value!r} instead."
-                )
+            data[key] = check_int(f"hardware.{key}", data[key], 1, MAX_CORES)
         if data["usable_cores"] > data["logical_cores"]:
             raise ParameterError(
                 f"The 'hardware.usable_cores' parameter must be at most logical_cores "
                 f"({data['logical_cores']}). Got {data['usable_cores']} instead."
             )
-        memory = data["memory_gb"]
-        if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory < 0:
-            raise ParameterError(f"The 'hardware.memory_gb' parameter must be a number >= 0. Got {memory!r} instead.")
+        # A memory of 0 (a GPU's too) means not known: the default when a description leaves it out.
+        data["memory_gb"] = check_float("hardware.memory_gb", data["memory_gb"], 0.0, MAX_MEMORY_GB)
         if not isinstance(data["cpu_model"], str):
             raise ParameterError(f"The 'hardware.cpu_model' parameter must be a string. Got {data['cpu_model']!r} instead.")
         gpus = data.get("gpus", ())
@@ -209,10 +209,23 @@ class Hardware:
             raise ParameterError(
                 f"The 'hardware.gpus' parameter must be a list of objects with a 'name'. Got {gpus!r} instead."
             )
+        for i, gpu in enumerate(gpus):
+            if gpu.get("memory_mb") is not None:
+                check_float(f"hardware.gpus[{i}].memory_mb", gpu["memory_mb"], 0.0, MAX_GPU_MEMORY_MB)
+        blas = data.get("blas", ())
+        if not isinstance(blas, (list, tuple)) or not all(isinstance(b, dict) for b in blas):
+            raise ParameterError(f"The 'hardware.blas' parameter must be a list of objects. Got {blas!r} instead.")
+        for i, lib in enumerate(blas):
+            if lib.get("num_threads") is not None:
+                check_int(f"hardware.blas[{i}].num_threads", lib["num_threads"], 1, MAX_CORES)
+        flags = data.get("cpu_flags", ())
+        if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+            raise ParameterError(
+                f"The 'hardware.cpu_flags' parameter must be a list of strings. Got {flags!r} instead."
+            )
         data["gpus"] = tuple(dict(g) for g in gpus)
-        data["cpu_flags"] = tuple(data.get("cpu_flags", ()))
-        data["blas"] = tuple(dict(b) for b in data.get("blas", ()))
-        data["memory_gb"] = float(memory)
+        data["cpu_flags"] = tuple(flags)
+        data["blas"] = tuple(dict(b) for b in blas)
         return cls(**data)
 
     @classmethod

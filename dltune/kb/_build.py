@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
-from dltune._validation import check_float, check_out_dir
+from dltune._validation import check_choice, check_float, check_out_dir
 from dltune.kb._store import RecordStore
-from dltune.kb._suite import PlannedRun, SuiteWorkload, plan_suite
+from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite
 from dltune.measure._record import now_iso
 
-__all__ = ["BuildResult", "build_kb", "default_build_dir", "load_warning"]
+__all__ = ["BuildPlan", "BuildResult", "build_kb", "default_build_dir", "load_warning", "plan_build"]
 
 NOISE_NOTE = (
     "Each entry's kb.load_1m is the machine's 1-minute load average when its run started: "
@@ -227,6 +227,62 @@ def machine_plan(suite: str, frameworks: list[str], configs_per_pair: int, repea
                       all_cores=cores if all_cores else None)
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """What :func:`build_kb` measures, known after its checks and before it writes anything."""
+
+    frameworks: list[str]
+    folder: Path  # not made yet
+    runs: list[PlannedRun]
+    budget_s: float | None
+    quiet_wait_s: float
+
+
+def plan_build(
+    suite: str = "reference",
+    out: str | Path | None = None,
+    frameworks: list[str] | None = None,
+    budget_hours: float | None = None,
+    configs_per_pair: int = 24,
+    repeats: int = 3,
+    fresh: int = 3,
+    quiet_wait_s: float = 0.0,
+    all_cores: bool = False,
+) -> BuildPlan:
+    """Every check :func:`build_kb` makes before its first run, and what it would then measure;
+    writes nothing. ``build_kb`` calls it, and so does ``--plan``: a plan is printed only for
+    arguments the build itself takes."""
+    from dltune._bench import interpreter_for
+    from dltune.backends import BACKENDS
+
+    check_choice("suite", suite, sorted(SUITES))
+    if budget_hours is not None:
+        budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
+    quiet_wait_s = check_float("quiet_wait_s", quiet_wait_s, 0.0, None)
+    if frameworks is None:
+        frameworks = []
+        for name in ("torch", "tensorflow", "mxnet", "theano"):
+            with contextlib.suppress(DltuneError):
+                interpreter_for(name)
+                frameworks.append(name)
+        if not frameworks:
+            raise ParameterError("No backend is available to measure; install torch or tensorflow.")
+    else:
+        if not frameworks:
+            raise ParameterError("The 'frameworks' parameter must name at least one backend. Got none.")
+        for name in frameworks:
+            if name not in BACKENDS:
+                raise ParameterError(
+                    f"The 'frameworks' parameter must hold backends among {{{', '.join(BACKENDS)}}}. "
+                    f"Got {name!r} instead."
+                )
+            interpreter_for(name)
+    runs = machine_plan(suite, list(frameworks), configs_per_pair, repeats, fresh, all_cores)
+    folder = check_out_dir("out", out if out is not None else default_build_dir(suite), make=False)
+    return BuildPlan(list(frameworks), folder, runs,
+                     None if budget_hours is None else budget_hours * 3600.0, quiet_wait_s)
+
+
 def build_kb(
     suite: str = "reference",
     out: str | Path | None = None,
@@ -260,32 +316,13 @@ def build_kb(
     """
     import psutil
 
-    from dltune._bench import interpreter_for
     from dltune._workload import Workload
-    from dltune.backends import BACKENDS
 
-    if budget_hours is not None:
-        budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
-    quiet_wait_s = check_float("quiet_wait_s", quiet_wait_s, 0.0, None)
-    if frameworks is None:
-        frameworks = []
-        for name in ("torch", "tensorflow", "mxnet", "theano"):
-            with contextlib.suppress(DltuneError):
-                interpreter_for(name)
-                frameworks.append(name)
-        if not frameworks:
-            raise ParameterError("No backend is available to measure; install torch or tensorflow.")
-    else:
-        for name in frameworks:
-            if name not in BACKENDS:
-                raise ParameterError(
-                    f"The 'frameworks' parameter must hold backends among {{{', '.join(BACKENDS)}}}. "
-                    f"Got {name!r} instead."
-                )
-            interpreter_for(name)
-    folder = check_out_dir("out", out if out is not None else default_build_dir(suite))
-    plan = machine_plan(suite, frameworks, configs_per_pair, repeats, fresh, all_cores)
-    budget_s = None if budget_hours is None else budget_hours * 3600.0
+    planned = plan_build(suite, out, frameworks, budget_hours, configs_per_pair, repeats, fresh,
+                         quiet_wait_s, all_cores)
+    frameworks, plan, budget_s = planned.frameworks, planned.runs, planned.budget_s
+    quiet_wait_s = planned.quiet_wait_s
+    folder = check_out_dir("out", planned.folder)
     command = command or " ".join(sys.argv)
     store = RecordStore(folder)
     stop = {"stop": False}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dltune.kb._build import BuildResult, build_kb, machine_plan
+from dltune.kb._build import BuildResult, build_kb, plan_build
 from dltune.kb._store import read_jsonl, shipped_calibration_paths
 from dltune.kb._suite import CALIBRATION_PLAN, PlannedRun
 
@@ -29,7 +29,7 @@ __all__ = ["calibrate_machine", "calibration_dir", "calibration_plan", "calibrat
 def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
     """This machine's (or ``hardware``'s) calibration folder under the cache."""
     from dltune._paths import cache_dir
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._machines import machine_key
 
     if hardware is None:
         from dltune.hardware import Hardware
@@ -58,9 +58,16 @@ def calibrate_machine(
                     all_cores=True, **CALIBRATION_PLAN)
 
 
-def calibration_plan(frameworks: list[str]) -> list[PlannedRun]:
-    """The runs :func:`calibrate_machine` measures on this machine."""
-    return machine_plan("calibration", frameworks, all_cores=True, **CALIBRATION_PLAN)
+def calibration_plan(
+    frameworks: list[str] | None = None,
+    out: str | Path | None = None,
+    budget_hours: float | None = None,
+    quiet_wait_s: float = 0.0,
+) -> list[PlannedRun]:
+    """The runs :func:`calibrate_machine` with the same arguments measures on this machine,
+    after the checks it makes before its first run (:func:`plan_build`); writes nothing."""
+    return plan_build("calibration", out if out is not None else calibration_dir(), frameworks,
+                      budget_hours, quiet_wait_s=quiet_wait_s, all_cores=True, **CALIBRATION_PLAN).runs
 
 
 def _records_of(path: Path) -> list[dict[str, Any]]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,6 +73,9 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        if not isinstance(data, dict):
+            raise ParameterError(
+                f"A measurement record must be a dict of its fields. Got {type(data).__name__} instead.")
         version = data.get("schema_version", SCHEMA_VERSION)
         if version > SCHEMA_VERSION:
             raise ParameterError(
@@ -189,29 +193,45 @@ def save_records(records: Iterable[Measurement], path: str | Path) -> Path:
     return path
 
 
-def load_records(path: str | Path) -> list[Measurement]:
-    """Load records from CSV, a JSON list, or JSON lines."""
-    path = check_in_file("records", path)
+def load_records(path: str | Path, name: str = "records", limit: int | None = None,
+                 parse: Callable[[dict[str, Any]], Any] | None = None) -> list[Any]:
+    """Load records from CSV, a JSON list, or JSON lines (gzip-compressed if the name ends in
+    ``.gz``, as a knowledge base is shipped).
+
+    Args:
+        path: the file.
+        name: the parameter that gave the file, named by the errors.
+        limit: read no more than this many records of JSON lines: a quick look at what a large
+            file holds.
+        parse: makes each record of its dict (default :meth:`Measurement.from_dict`); a reader
+            of records with more fields (a study's) passes its own.
+
+    Raises:
+        ParameterError: a missing file, a folder, or a file that does not hold records.
+    """
+    path = check_in_file(name, path)
+    parse = parse or Measurement.from_dict
     where = ""
     try:
         if path.suffix == ".csv":
-            return read_csv(path)
-        text = path.read_text().strip()
-        if text.startswith("["):
-            return [Measurement.from_dict(d) for d in json.loads(text)]
+            return [parse(m.to_dict()) for m in read_csv(path)[:limit]]
         records = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                if not records and line.lstrip().startswith("["):
+                    return [parse(d) for d in json.loads(line + fh.read())][:limit]
                 where = f"At line {number}: "
-                records.append(Measurement.from_json(line))
+                records.append(parse(json.loads(line)))
+                if limit is not None and len(records) >= limit:
+                    break
         return records
-    except ParameterError:
-        raise
-    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ParameterError(
-            f"The 'records' file {str(path)!r} must hold measurement records as JSON, JSON lines or "
-            f"CSV (as `dltune bench --out` writes them). {where}{detail}"
+            f"The '{name}' file {str(path)!r} must hold measurement records as JSON, JSON lines or "
+            f"CSV (as `dltune bench --out`, `kb build` and `kb calibrate` write them). {where}{detail}"
         ) from None
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._storage_url import default_storage_url, require_database
-from dltune._validation import check_in_file
 from dltune.study._store import StudyRecord
 
 __all__ = ["load_study_records", "records_frame", "thread_label"]
@@ -32,18 +30,8 @@ def thread_label(threads: dict[str, Any] | None) -> str:
 def _read_file(path: Path) -> list[StudyRecord]:
     from dltune.measure import load_records
 
-    path = check_in_file("records", path)
-    if path.suffix == ".csv":
-        return [StudyRecord(m) for m in load_records(path)]
-    text = path.read_text().strip()
-    try:
-        items = json.loads(text) if text.startswith("[") else [
-            json.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError as exc:
-        raise ParameterError(
-            f"The 'records' file {str(path)!r} must hold JSON, JSON lines or CSV records. {exc}"
-        ) from exc
-    return [StudyRecord.from_dict(item) for item in items]
+    # recommend's reader (and its refusals), keeping the study phases written beside each record.
+    return load_records(path, parse=StudyRecord.from_dict)
 
 
 def load_study_records(

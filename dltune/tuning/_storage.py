@@ -30,6 +30,7 @@ from dltune._errors import DltuneError, ParameterError
 from dltune._storage_url import (  # re-exported: dltune.tuning's storage API
     DEFAULT_STORAGE,
     _scrub,
+    check_sqlite_file,
     check_url,
     default_storage_url,
     driver_url,
@@ -90,6 +91,8 @@ def open_storage(
         # Made, not checked for writing: a reader (report, recommend) may open a read-only file.
         make_folder(path.parent, f"The 'storage' parameter must be a file path whose folder can be "
                                  f"made. Got {str(path)!r}")
+        if path.exists():  # as every reader checks it (require_database)
+            check_sqlite_file(path)
     kwargs: dict[str, Any] = {}
     if heartbeat_interval is None:
         heartbeat_interval = _env_seconds("DLTUNE_HEARTBEAT_S", HEARTBEAT_INTERVAL_S)

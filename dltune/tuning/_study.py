@@ -18,7 +18,8 @@ from dltune.config import TrainConfig
 from dltune.tuning._objective import Objective, check_objectives
 from dltune.tuning._space import SearchSpace
 
-__all__ = ["StudySpec", "build_pruner", "build_sampler", "load_study_spec", "study_name"]
+__all__ = ["StudySpec", "build_pruner", "build_sampler", "check_pruner", "check_sampler", "load_study_spec",
+           "study_name"]
 
 SAMPLERS = ("tpe", "random", "nsga2")
 PRUNERS = ("median", "none")
@@ -41,6 +42,30 @@ def study_name(workload: Any, framework: str, target: str, objectives: Sequence[
     return name
 
 
+def check_sampler(name: Any) -> Any:
+    """``name`` if it is one of :data:`SAMPLERS` or an Optuna sampler; else a ``ParameterError``."""
+    import optuna
+
+    if isinstance(name, optuna.samplers.BaseSampler) or (isinstance(name, str) and name in SAMPLERS):
+        return name
+    raise ParameterError(
+        f"The 'sampler' parameter must be one of {{{', '.join(SAMPLERS)}}} or an Optuna sampler. "
+        f"Got {repr(name) if isinstance(name, str) else type(name).__name__} instead."
+    )
+
+
+def check_pruner(name: Any) -> Any:
+    """``name`` if it is one of :data:`PRUNERS`, None or an Optuna pruner; else a ``ParameterError``."""
+    import optuna
+
+    if name is None or isinstance(name, optuna.pruners.BasePruner) or (isinstance(name, str) and name in PRUNERS):
+        return name
+    raise ParameterError(
+        f"The 'pruner' parameter must be one of {{{', '.join(PRUNERS)}}}, None or an Optuna pruner. "
+        f"Got {name!r} instead."
+    )
+
+
 def build_sampler(name: Any, seed: int | None) -> Any:
     """An Optuna sampler from a name (``tpe``, ``random``, ``nsga2``) or a sampler object.
 
@@ -49,18 +74,8 @@ def build_sampler(name: Any, seed: int | None) -> Any:
     """
     import optuna
 
-    if not isinstance(name, str):
-        if isinstance(name, optuna.samplers.BaseSampler):
-            return name
-        raise ParameterError(
-            f"The 'sampler' parameter must be one of {{{', '.join(SAMPLERS)}}} or an Optuna "
-            f"sampler. Got {type(name).__name__} instead."
-        )
-    if name not in SAMPLERS:
-        raise ParameterError(
-            f"The 'sampler' parameter must be one of {{{', '.join(SAMPLERS)}}} or an Optuna "
-            f"sampler. Got {name!r} instead."
-        )
+    if not isinstance(check_sampler(name), str):
+        return name
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if name == "random":
@@ -77,13 +92,8 @@ def build_pruner(name: Any, n_objectives: int) -> Any:
 
     if name is None:
         name = "median" if n_objectives == 1 else "none"
-    if isinstance(name, optuna.pruners.BasePruner):
+    if not isinstance(check_pruner(name), str):
         return name
-    if name not in PRUNERS:
-        raise ParameterError(
-            f"The 'pruner' parameter must be one of {{{', '.join(PRUNERS)}}}, None or an Optuna "
-            f"pruner. Got {name!r} instead."
-        )
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=1)
     return optuna.pruners.NopPruner()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 from dltune._errors import ParameterError
 from dltune.config import PRESETS, ThreadConfig, TrainConfig, available_presets
+from dltune.config._train_config import FLOAT_RANGES
 
 
 def test_defaults_are_valid_and_round_trip():
@@ -37,6 +41,18 @@ def test_bad_values_name_parameter_range_and_value(changes, message):
     with pytest.raises(ParameterError) as info:
         TrainConfig(**changes).validate(["torch", "tensorflow"])
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), np.float32("nan")], ids=repr)
+@pytest.mark.parametrize("name", list(FLOAT_RANGES))
+def test_nan_and_infinity_are_refused_when_the_config_is_made(name, value):
+    """Not only by ``validate``: a config of NaN would train on and record NaN."""
+    assert isinstance(getattr(TrainConfig(), name), float)
+    for make in (lambda: TrainConfig(**{name: value}), lambda: TrainConfig().replace(**{name: value}),
+                 lambda: TrainConfig.from_dict({name: value})):
+        with pytest.raises(ParameterError, match=rf"^The '{name}' parameter must be a float in .*\. "
+                                                 rf"Got {re.escape(repr(value))} instead\.$"):
+            make()
 
 
 def test_threads_above_usable_cores_are_rejected():

@@ -10,8 +10,15 @@ import tarfile
 import numpy as np
 import pytest
 
-from dltune._errors import ParameterError
-from dltune.data import Dataset, _files, available_datasets, from_arrays, load_dataset
+from dltune._errors import DltuneError, ParameterError
+from dltune.data import (
+    Dataset,
+    _files,
+    available_datasets,
+    from_arrays,
+    holdout_split,
+    load_dataset,
+)
 
 
 def test_registry_names():
@@ -147,24 +154,96 @@ def test_truncated_idx_is_rejected(tmp_path):
         _files.read_idx(path)
 
 
-def test_cifar10_tarball(tmp_path, monkeypatch):
-    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
-    folder = tmp_path / "cifar10"
+class _Python2Pickler(pickle._Pickler):
+    """Writes bytes and str as Python 2 wrote its str (BINSTRING), as the official batches hold
+    them (read back as bytes with ``encoding="bytes"``)."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def _save_str8(self, obj: bytes | str) -> None:
+        raw = obj.encode("latin1") if isinstance(obj, str) else obj
+        self.write(pickle.BINSTRING + struct.pack("<i", len(raw)) + raw)
+        self.memoize(obj)
+
+    dispatch[bytes] = dispatch[str] = _save_str8
+
+
+def _python2_numpy1(batch: dict) -> bytes:
+    """A batch as the official files hold it: Python 2's protocol 2, numpy 1's module names."""
+    buffer = io.BytesIO()
+    _Python2Pickler(buffer, protocol=2).dump(batch)
+    return buffer.getvalue().replace(b"numpy._core.", b"numpy.core.")
+
+
+def _write_cifar(folder, batches: dict[str, bytes]) -> None:
     folder.mkdir()
-    rng = np.random.default_rng(1)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for stem, n in [("data_batch_1", 30), ("data_batch_2", 30), ("test_batch", 20)]:
-            batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
-                     b"labels": list(np.arange(n) % 10)}
-            raw = pickle.dumps(batch)
+        for stem, raw in batches.items():
             info = tarfile.TarInfo(f"cifar-10-batches-py/{stem}")
             info.size = len(raw)
             tar.addfile(info, io.BytesIO(raw))
     (folder / "cifar-10-python.tar.gz").write_bytes(buffer.getvalue())
+
+
+@pytest.mark.parametrize("dump", [_python2_numpy1, lambda b: pickle.dumps(b, protocol=2), pickle.dumps,
+                                  lambda b: pickle.dumps(b, protocol=5)],
+                         ids=["python2-numpy1", "protocol-2", "default", "protocol-5"])
+def test_cifar10_tarball(tmp_path, monkeypatch, dump):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    rng = np.random.default_rng(1)
+    batches = {}
+    for stem, n in [("data_batch_1", 30), ("data_batch_2", 30), ("test_batch", 20)]:
+        batch = {b"batch_label": b"training batch 1 of 5",
+                 b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                 b"labels": [int(i) for i in np.arange(n) % 10] if stem != "test_batch"
+                 else list(np.arange(n) % 10),  # numpy ints too
+                 b"filenames": [b"image_%d.png" % i for i in range(n)]}
+        batches[stem] = dump(batch)
+    _write_cifar(tmp_path / "cifar10", batches)
     data = load_dataset("cifar10", verify=False)
     assert data.input_shape == (3, 32, 32)
     assert len(data.y_train) == 60 and len(data.y_test) == 20
+    assert data.y_test.tolist() == [i % 10 for i in range(20)]
+
+
+class _RunsCode:
+    """What a crafted batch may pickle: a call of ``os.system`` when it is loaded."""
+
+    def __init__(self, marker) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch '{self.marker}'",)
+
+
+def test_a_cifar10_batch_that_would_run_code_is_refused_unverified(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    marker = tmp_path / "ran"
+    evil = pickle.dumps({b"data": _RunsCode(marker), b"labels": [0]})
+    pickle.loads(evil)  # a plain unpickler runs it: the file really is harmful
+    assert marker.exists()
+    marker.unlink()
+    _write_cifar(tmp_path / "cifar10", {"data_batch_1": evil, "test_batch": evil})
+    with pytest.raises(_files.DataFormatError) as info:
+        load_dataset("cifar10", verify=False)
+    assert not marker.exists()
+    assert str(info.value).startswith(
+        f"{tmp_path / 'cifar10' / 'cifar-10-python.tar.gz'}:cifar-10-batches-py/data_batch_1 is not a "
+        "CIFAR-10 python batch (it names posix.system, which no CIFAR-10 batch holds)")
+    assert isinstance(info.value, DltuneError)
+
+
+def test_a_cifar10_batch_of_another_shape_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLTUNE_DATA", str(tmp_path))
+    good = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 1]}
+    _write_cifar(tmp_path / "cifar10", {"data_batch_1": pickle.dumps(good),
+                                        "test_batch": pickle.dumps({**good, b"labels": [0, 10]})})
+    with pytest.raises(_files.DataFormatError, match=r"test_batch is not a CIFAR-10 python batch \(2 images "
+                                                     r"but labels of shape \(2,\) in \[0, 10\]\)"):
+        load_dataset("cifar10", verify=False)
 
 
 @pytest.mark.parametrize("layout", ["nhw", "nchw", "nhwc", "flat"])
@@ -206,11 +285,33 @@ def test_from_arrays_errors():
         from_arrays(x, np.ones(20, dtype=int), x, y)
 
 
+def test_a_workload_takes_class_labels_up_to_65535_only():
+    """The class count is the largest label + 1: a stray 10**9 is refused, naming its array."""
+    from dltune._workload import Workload
+    from dltune.data._dataset import MAX_CLASS_LABEL
+
+    x = np.random.default_rng(0).random((20, 8, 8))
+    y = np.arange(20) % 2
+    for y_train, y_test, message in [
+        (np.where(y == 1, 10**9, 0), y, r"The 'y_train' parameter must hold class labels in \[0, 65535\] "
+                                        r"\(the class count is the largest label \+ 1\)\. Got 1000000000 instead\."),
+        (y, np.where(y == 1, MAX_CLASS_LABEL + 1, 0), r"The 'y_test' parameter .* Got 65536 instead\."),
+        (y - 1, y, r"The 'y_train' parameter must hold class labels in \[0, 65535\] .* Got -1 instead\."),
+        (y + 0.5, y, r"The 'y_train' parameter must hold integer class labels"),
+    ]:
+        with pytest.raises(ParameterError, match=message):
+            Workload.from_arrays(x, y_train, x, y_test, model="mlp")
+    widest = Workload.from_arrays(x, y * MAX_CLASS_LABEL, x, y, model="mlp")
+    assert widest.dataset.num_classes == widest.model.num_classes == 65536
+    # The same rule for the data layer's own entry points.
+    with pytest.raises(ParameterError, match=r"The 'y' parameter .* Got 1000000000 instead\."):
+        holdout_split(x, np.where(y == 1, 10**9, 0))
+
+
 def test_a_pair_of_arrays_is_split_into_a_stratified_holdout():
     """``(x, y)``: a fifth held out for testing, class proportions kept, the same every time;
     a Workload from it trains on the rest."""
     from dltune._workload import as_workload
-    from dltune.data import holdout_split
 
     rng = np.random.default_rng(3)
     x = rng.random((100, 8, 8))

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 import dltune.envs._legacy as legacy
-from dltune._errors import BackendUnavailableError, DltuneError
-from dltune.envs import LegacyRuntime, install_command, interpreter_for
+from dltune._errors import BackendUnavailableError, DltuneError, ParameterError
+from dltune.envs import LegacyRuntime, install_command, runtime_interpreter
 
 
 def _fake_python(tmp_path, version: str):
@@ -72,6 +72,34 @@ def test_install_refuses_an_interpreter_that_does_not_run(tmp_path):
         LegacyRuntime.install(tmp_path / "env", python=str(tmp_path / "no-such-python"))
 
 
+@pytest.mark.parametrize(("python", "says"), [
+    ("/bin/false", "'/bin/false' exited with status 1 when asked its version and printed nothing."),
+    ("/bin/true", "'/bin/true' answered '' when asked its version."),
+    ("3.12.1", "The legacy runtime needs Python 3.9 to 3.11"),
+])
+def test_a_wrong_interpreter_is_refused_in_one_line_saying_why_and_leaves_nothing(tmp_path, cli, python, says):
+    """/bin/false gave an empty reason ("failed: ") and left the install's lock file behind."""
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    if python == "3.12.1":
+        python = _fake_python(tmp_path, python)
+    done = cli("env", "install", "legacy", "--path", str(folder / "env"), "--python", python,
+               env={"DLTUNE_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("dltune env: error: ") and says in line, line
+    assert list(folder.iterdir()) == []  # no lock file, no environment
+    assert not (tmp_path / "cache").exists()
+
+
+def test_install_refuses_a_path_that_is_a_file_and_leaves_no_lock_file(tmp_path):
+    """It was a NotADirectoryError traceback, after the lock file beside it was made."""
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ParameterError, match="The 'path' parameter must be a folder. Got the file"):
+        LegacyRuntime.install(tmp_path / "a-file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
 def test_install_refuses_to_clear_a_folder_that_is_not_a_venv(tmp_path):
     folder = tmp_path / "precious"
     folder.mkdir()
@@ -101,9 +129,9 @@ def test_missing_runtime_names_the_fix(tmp_path):
     assert "not installed" in runtime.check()
     for backend in ("mxnet", "theano"):
         with pytest.raises(BackendUnavailableError) as info:
-            interpreter_for(backend, runtime)
+            runtime_interpreter(backend, runtime)
         assert str(info.value).endswith("run: dltune env install legacy")
-    assert interpreter_for("torch", runtime) == sys.executable
+    assert runtime_interpreter("torch", runtime) == sys.executable
 
 
 @pytest.mark.slow

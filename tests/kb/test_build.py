@@ -354,3 +354,50 @@ def test_steal_share_of_the_cpu_time_between_two_readings():
     assert cpu_steal_pct(before, before) is None
     NoSteal = namedtuple("NoSteal", "user system idle")
     assert cpu_steal_pct(NoSteal(1, 1, 1), NoSteal(2, 2, 2)) is None
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    (["calibrate", "--frameworks", ""], "The 'frameworks' parameter must name at least one value. Got ''."),
+    (["build", "--suite", "tiny", "--frameworks", ""], "The 'frameworks' parameter must name at least one value. Got ''."),
+    (["build", "--suite", "tiny", "--quiet-wait", "-1"],
+     "The 'quiet_wait_s' parameter must be a float in [0.0, inf). Got -1.0 instead."),
+    (["calibrate", "--frameworks", "numpy", "--quiet-wait", "-5"],
+     "The 'quiet_wait_s' parameter must be a float in [0.0, inf). Got -5.0 instead."),
+    (["build", "--suite", "tiny", "--frameworks", "numpy", "--out", "{file}"],
+     "The 'out' parameter must be a folder. Got the file '{file}' instead."),
+    (["calibrate", "--frameworks", "numpy", "--out", "{file}/sub"],
+     "The 'out' parameter must be a folder that can be made. Got '{file}/sub': '{file}' is a file."),
+])
+def test_plan_refuses_what_the_build_refuses(tmp_path, monkeypatch, capsys, command, says):
+    """`--plan` printed a plan (exit 0) for arguments the real run refuses: it now makes the
+    build's own checks (plan_build), and so does the real run, in the same words."""
+    from dltune.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "taken").write_text("a file")
+    args = [a.replace("{file}", str(tmp_path / "taken")) for a in command]
+    says = says.replace("{file}", str(tmp_path / "taken"))
+    for plan in (["--plan"], ["--quiet-wait", "0"] if "--quiet-wait" not in args else []):
+        assert main(["kb", *args, *plan]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"dltune kb: error: {says}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing made
+
+
+def test_plan_makes_nothing_and_lists_what_the_build_measures(tmp_path, monkeypatch, capsys):
+    from dltune.cli import main
+    from dltune.kb._build import plan_build
+
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "new" / "kb"
+    assert main(["kb", "build", "--suite", "tiny", "--frameworks", "numpy", "--out", str(out),
+                 "--configs-per-pair", "2", "--repeats", "0", "--fresh", "0", "--plan", "--json"]) == 0
+    keys = [r["key"] for r in json.loads(capsys.readouterr().out)]
+    assert not (tmp_path / "new").exists()
+    planned = plan_build("tiny", out, ["numpy"], configs_per_pair=2, repeats=0, fresh=0)
+    assert keys == [p.key for p in planned.runs] and planned.folder == out
+    result = build_kb("tiny", out, ["numpy"], configs_per_pair=2, repeats=0, fresh=0)
+    assert result.planned == len(keys) and {e["kb"]["key"] for e in RecordStore(out).entries()} == set(keys)
+    with pytest.raises(ParameterError, match="The 'frameworks' parameter must name at least one backend"):
+        build_kb("tiny", tmp_path / "other", [])  # measured torch and tensorflow unasked
+    assert not (tmp_path / "other").exists()

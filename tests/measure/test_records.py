@@ -92,3 +92,28 @@ def test_to_dataframe_takes_records_or_their_dicts_and_refuses_others():
         to_dataframe([_record(), 3])
     with pytest.raises(ParameterError, match="must be a Measurement, a dict of its fields or a list of them. Got int"):
         to_dataframe(3)
+
+
+def test_a_file_of_other_json_is_refused_naming_its_parameter(tmp_path):
+    """A list of ints read as records was an AttributeError ("'int' object has no attribute 'get'")."""
+    path = tmp_path / "ints.json"
+    path.write_text("[1, 2, 3]")
+    with pytest.raises(ParameterError) as err:
+        load_records(path, "calibrations")
+    assert str(err.value).startswith(f"The 'calibrations' file {str(path)!r} must hold measurement records")
+    assert str(err.value).endswith("A measurement record must be a dict of its fields. Got int instead.")
+    with pytest.raises(ParameterError, match="must be a dict of its fields. Got list instead"):
+        Measurement.from_dict([1])
+
+
+def test_gzip_json_lines_as_a_knowledge_base_is_shipped_and_a_first_look(tmp_path):
+    import gzip
+
+    records = [_record(), _record("tensorflow"), _record("numpy")]
+    path = tmp_path / "kb.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(r.to_json() for r in records) + "\n")
+    assert load_records(path) == records
+    assert load_records(path, limit=1) == records[:1]
+    (tmp_path / "torn.jsonl").write_text(records[0].to_json() + "\n{torn")
+    assert load_records(tmp_path / "torn.jsonl", limit=1) == records[:1]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 
 import pytest
 
 from dltune._errors import ParameterError
+from dltune.config import default_preset
 from dltune.report import load_study_records, published_figures, render_html
 from dltune.report._model import fmt_mb, fmt_pct, fmt_s
-from dltune.study import own_preset
 
 EXPECTED_TABLES = {"comparison", "cross_defaults", "sweeps", "sweep_batch_size", "sweep_learning_rate",
                    "sweep_epochs", "threads", "correlation", "pareto", "tuning", "failed"}
@@ -48,7 +49,7 @@ def test_comparison_table_puts_measured_next_to_published(records, report):
     assert set(rows) == {"torch", "tensorflow", "mxnet", "theano", "caffe"}
     for fw, m in _defaults(records).items():
         row = rows[fw]
-        assert row["preset"] == own_preset(fw)
+        assert row["preset"] == default_preset(fw)
         assert row["train s"] == fmt_s(m.metrics["train_time_s"])
         assert row["accuracy %"] == fmt_pct(100 * m.metrics["test_accuracy"])
         assert row["peak MB"] == fmt_mb(m.metrics["peak_rss_mb"])
@@ -76,7 +77,7 @@ def test_findings_match_the_records(records, report):
     gaps = []
     for r in records:
         m = r.measurement
-        if "cross_defaults" in r.phases and m.config["preset_name"] != own_preset(m.framework):
+        if "cross_defaults" in r.phases and m.config["preset_name"] != default_preset(m.framework):
             gaps.append(accs[m.framework] - 100 * m.metrics["test_accuracy"])
     borrowed = findings["borrowed"].values
     assert borrowed["own_pct"] - borrowed["borrowed_pct"] == pytest.approx(max(gaps))
@@ -129,6 +130,10 @@ def test_records_file_round_trip_and_errors(records, tmp_path):
     path.write_text("\n".join(json.dumps(r.to_dict()) for r in records))
     loaded = load_study_records(records=path)
     assert len(loaded) == len(records) and loaded[0].phases == records[0].phases
+    # Compressed as kb export writes them: read once, phases kept.
+    packed = tmp_path / "records.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert [r.phases for r in load_study_records(records=packed)] == [r.phases for r in records]
     with pytest.raises(ParameterError, match="does not exist"):
         load_study_records(records=tmp_path / "missing.jsonl")
     other = records[0].to_dict()
@@ -141,6 +146,21 @@ def test_records_file_round_trip_and_errors(records, tmp_path):
         load_study_records(records=path, workload="cifar10")
     with pytest.raises(ParameterError, match="does not exist"):
         load_study_records(storage=f"sqlite:///{tmp_path / 'none.db'}")
+
+
+@pytest.mark.parametrize("text", ["[1, 2, 3]", "1\n2\n", '["a"]', '[{"status": "ok"}]'])
+def test_a_records_file_of_no_records_is_refused_as_recommend_refuses_it(cli, tmp_path, text):
+    """A JSON list of ints ended in an AttributeError traceback; report reads records files
+    with recommend's reader (dltune.measure.load_records) and says what is wrong in one line."""
+    path = tmp_path / ("records.json" if text.startswith("[") else "records.jsonl")
+    path.write_text(text)
+    for command in (["report", "--out", str(tmp_path / "r.html")], ["recommend", "--workload", "digits"]):
+        done = cli(*command, "--records", str(path), env={"DLTUNE_CACHE": str(tmp_path / "cache")})
+        assert done.returncode == 2, done.stderr[-2000:]
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith(f"dltune {command[0]}: error: The 'records' file {str(path)!r} must "
+                               "hold measurement records as JSON, JSON lines or CSV"), line
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_storage_errors_never_show_the_password():

@@ -86,6 +86,20 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, cli):
     assert "postgresql://u:***@127.0.0.1:1/x" in done.stderr
 
 
+@pytest.mark.parametrize(("option", "says"), [
+    ("--sampler", "The 'sampler' parameter must be one of {tpe, random, nsga2} or an Optuna sampler. "
+                  "Got 'nope' instead."),
+    ("--pruner", "The 'pruner' parameter must be one of {median, none}, None or an Optuna pruner. "
+                 "Got 'nope' instead."),
+])
+def test_a_wrong_sampler_or_pruner_is_refused_before_the_storage_is_made(tmp_path, cli, option, says):
+    """The SQLite file was created first, then the name refused."""
+    done = cli(*_TUNE, option, "nope", "--storage", f"sqlite:///{tmp_path}/t.db")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"dltune tune: error: {says}"]
+    assert list(tmp_path.iterdir()) == []  # no database, lock or writers' folder
+
+
 def _get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
