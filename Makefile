@@ -51,10 +51,12 @@ demo: $(STAMPS)/venv $(STAMPS)/legacy
 
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
 	$(VENV)/bin/ruff check dltune tests benchmarks examples
+	$(VENV)/bin/lint-imports --no-cache
 	DLTUNE_CACHE=$(TEST_CACHE) $(PY) -m pytest -q
 
 lint: $(STAMPS)/venv
 	$(VENV)/bin/ruff check dltune tests benchmarks examples
+	$(VENV)/bin/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) $(STAMPS) .cache

@@ -54,7 +54,7 @@ def _repeat_ids(db: Path) -> set[str]:
 
 
 def _key(config) -> str:
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     return measured_key(config.to_dict())
 
@@ -76,8 +76,8 @@ def main() -> None:
     import dltune
     from dltune import TrainConfig, Workload
     from dltune.cli._common import parse_key_values
-    from dltune.surrogate._cache import load_storage_records
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._cache import load_storage_measurements
+    from dltune.surrogate._seed_noise import measured_key
 
     params = {**WORKLOAD, **parse_key_values(args.data, "data")}
     workload = Workload.from_name("synthetic", model=args.model, **params)
@@ -90,7 +90,7 @@ def main() -> None:
             db = Path(tmp) / f"r{r}.db"
             dltune.tune(workload, frameworks=args.framework, n_trials=args.trials, repeat_best=3,
                         storage=f"sqlite:///{db}", seed=r * 1000)
-            records = load_storage_records(f"sqlite:///{db}")
+            records = load_storage_measurements(f"sqlite:///{db}")
             repeats = _repeat_ids(db)
             once = [d for d in records if str(d.get("id")) not in repeats]
             ask = dict(objective="accuracy", frameworks=[args.framework], storage=None)

@@ -16,7 +16,7 @@ from dltune.backends import BACKENDS
 from dltune.config import TrainConfig, usable_cores
 from dltune.measure._record import Measurement, now_iso
 
-__all__ = ["benchmark", "measure", "interpreter_for", "worker_extra_env"]
+__all__ = ["benchmark", "check_device", "measure", "interpreter_for", "worker_extra_env"]
 
 _hardware_cache: dict[int | None, dict[str, Any]] = {}
 
@@ -35,9 +35,9 @@ def interpreter_for(framework: str) -> str:
     """The Python that runs ``framework``'s worker; raises if the framework is not installed."""
     info = BACKENDS[framework]
     if info.location == "legacy":
-        from dltune.envs import interpreter_for as legacy_interpreter
+        from dltune.envs import runtime_interpreter
 
-        return legacy_interpreter(framework)
+        return runtime_interpreter(framework)
     if importlib.util.find_spec(info.framework) is None:
         raise BackendUnavailableError(
             f"Backend '{framework}' needs {info.distribution}, which is not installed. "
@@ -167,6 +167,17 @@ def _combine(runs: list[Measurement]) -> Measurement:
     return base
 
 
+def check_device(config: TrainConfig) -> None:
+    """Refuse a GPU run of a backend that declares no GPU support (``BackendInfo.supports_gpu``)
+    before any run: its worker would train nothing and fail."""
+    if config.device != "cpu" and not BACKENDS[config.framework].supports_gpu:
+        able = ", ".join(name for name, info in BACKENDS.items() if info.supports_gpu)
+        raise ParameterError(
+            f"The 'device' parameter must be 'cpu' for framework {config.framework!r} (only {able} "
+            f"run on {config.device!r}). Got {config.device!r} instead."
+        )
+
+
 def _as_configs(configs: Any) -> list[TrainConfig]:
     """``configs`` as a list of :class:`TrainConfig`: one, a dict of its fields, or an iterable of
     either (``Recommendation.config`` is one; ``TrainConfig.to_dict()`` gives the dict)."""
@@ -227,6 +238,7 @@ def benchmark(
     configs = _as_configs(configs)
     for config in configs:
         config.validate(list(BACKENDS))
+        check_device(config)
         interpreter_for(config.framework)
     store = _bench_store(storage, wl.name)  # before any run: a bad storage fails now
     bar = None

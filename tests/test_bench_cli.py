@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +94,82 @@ def test_an_out_file_that_cannot_be_written_is_refused_before_any_run(cli, tmp_p
     assert "The 'out' parameter must be a file path whose folder can be made." in done.stderr
 
 
+@pytest.mark.parametrize("out, why", [("/proc/x.csv", "No such file or directory"),
+                                      ("/dev/full", "not a regular file")])
+def test_an_out_file_no_byte_can_be_written_to_is_refused_before_any_run(cli, tmp_path, out, why):
+    """``os.access`` says yes to root on /proc, and /dev/full fails only once written to."""
+    db = tmp_path / "not.db"
+    done = cli("bench", "--frameworks", "numpy", "--model", "mlp", "--epochs", "1", "--out", out,
+               env={"DLTUNE_STORAGE": f"sqlite:///{db}"})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"dltune bench: error: The 'out' parameter must be a writable file path. Got {out!r} instead ({why})."]
+    assert not db.exists()
+
+
+def test_records_an_out_file_fails_to_take_after_the_runs_go_to_a_new_file(tmp_path, monkeypatch, capsys):
+    """The check before the runs cannot foresee a disk that fills up during them."""
+    import errno
+    import tempfile
+
+    import dltune.measure
+    from dltune.cli import main
+    from dltune.measure import load_records
+
+    real_save = dltune.measure.save_records
+    refused: set[Path] = set()
+
+    def save_records(records, path):
+        if Path(path).parent in refused:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(records, path)
+
+    monkeypatch.setattr(dltune.measure, "save_records", save_records)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out" / "r.csv"
+    refused.add(out.parent)
+    args = ["bench", "--workload", "digits", "--data", "n_train=200", "--data", "n_test=100", "--model", "mlp",
+            "--frameworks", "numpy", "--epochs", "1", "--storage", "none", "--out", str(out)]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert "numpy" in captured.out and "records saved" not in captured.out  # the table still shows them
+    (line,) = [line for line in captured.err.splitlines() if line.startswith("dltune")]
+    (fallback,) = tmp_path.glob("dltune-bench-*.csv")
+    assert line == (f"dltune bench: error: Could not write the records to {str(out)!r} (No space left on "
+                    f"device); saved them to {str(fallback)!r} instead.")
+    assert [r.config["framework"] for r in load_records(fallback)] == ["numpy"]
+    # Where the working folder cannot take them either, the temp folder does.
+    fallback.unlink()
+    refused.add(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert main([*args, "--json"]) == 2
+    captured = capsys.readouterr()
+    assert [r["status"] for r in json.loads(captured.out)] == ["ok"]
+    (fallback,) = (tmp_path / "tmp").glob("dltune-bench-*.csv")
+    assert captured.err.splitlines()[-1].endswith(f"; saved them to {str(fallback)!r} instead.")
+
+
+def test_a_gpu_run_of_a_backend_without_one_is_refused_before_any_run(cli, tmp_path):
+    from dltune import Workload, benchmark
+    from dltune._errors import ParameterError
+    from dltune.config import TrainConfig
+
+    message = ("The 'device' parameter must be 'cpu' for framework 'numpy' (only torch, tensorflow run on "
+               "'cuda'). Got 'cuda' instead.")
+    db = tmp_path / "not.db"
+    done = cli("bench", "--frameworks", "numpy", "--model", "mlp", "--epochs", "1", "--device", "cuda",
+               env={"DLTUNE_STORAGE": f"sqlite:///{db}"})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"dltune bench: error: {message}"]
+    assert not db.exists()
+    workload = Workload.from_name("digits", "mlp", n_train=200, n_test=100)
+    with pytest.raises(ParameterError) as info:
+        benchmark(workload, [TrainConfig(framework="numpy", device="cuda", epochs=1)],
+                  progress=lambda record: pytest.fail("a run was measured"))
+    assert str(info.value) == message
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -148,7 +225,7 @@ def test_benchmark_takes_configs_as_objects_or_dicts_and_refuses_anything_else()
 
 def test_bench_stores_its_records_where_recommend_reads_them_and_not_in_a_study_report(cli, tmp_path):
     from dltune.study import load_storage_records as study_records
-    from dltune.surrogate import load_storage_records as user_records
+    from dltune.surrogate import load_storage_measurements as user_records
 
     db = tmp_path / "mine.db"
     args = ("bench", "--workload", "digits", "--model", "mlp", "--data", "n_train=200", "--data", "n_test=100",

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
+from dltune._errors import DltuneError
 from dltune.cli._common import (
     add_workload_args,
     format_table,
@@ -31,7 +36,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frameworks", default="torch,tensorflow",
                         help="comma-separated backends, or 'all' for every one available here")
     parser.add_argument("--preset", help="start from a framework's published defaults "
-                        "(tensorflow, caffe, torch, theano); other options override it")
+                        "(tensorflow, caffe, torch, theano; their CIFAR-10 ones on 3-channel "
+                        "data, where theano has none); other options override it")
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--lr", type=float, help="learning rate")
@@ -72,8 +78,9 @@ def frameworks_for(text: str) -> list[str]:
     return parse_list("frameworks", text, names)
 
 
-def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset: str) -> list[Any]:
-    """One validated :class:`TrainConfig` per framework from the command-line options."""
+def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset_kind: str) -> list[Any]:
+    """One validated :class:`TrainConfig` per framework from the command-line options; a
+    ``--preset`` is its published settings for ``dataset_kind`` (:func:`dltune.data.dataset_kind`)."""
     from dltune.config import ThreadConfig, TrainConfig
 
     overrides: dict[str, Any] = {}
@@ -96,8 +103,7 @@ def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset: 
     configs = []
     for framework in frameworks:
         if args.preset:
-            preset_data = "cifar10" if dataset == "cifar10" else "mnist"
-            base = TrainConfig.preset(args.preset, dataset=preset_data, framework=framework)
+            base = TrainConfig.preset(args.preset, dataset=dataset_kind, framework=framework)
         else:
             base = TrainConfig(framework=framework)
         configs.append(base.replace(threads=threads, **overrides).validate(max_cores=None))
@@ -124,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from dltune._bench import benchmark
     from dltune._storage_url import default_storage_url
     from dltune._validation import check_int, check_out_file
-    from dltune.measure import save_records
+    from dltune.data import dataset_kind
 
     check_int("repeats", args.repeats, 1, 1000)
     frameworks = frameworks_for(args.frameworks)
@@ -132,18 +138,19 @@ def run(args: argparse.Namespace) -> int:
         from dltune._errors import BackendUnavailableError
 
         raise BackendUnavailableError("No backend is available here; see `dltune env status`.")
-    # Options are checked before the data set is loaded, so bad input fails at once.
-    configs = configs_from_args(args, frameworks, args.workload)
     if args.out:
         check_out_file("out", args.out)  # not after the runs: their records would be lost
     storage = None if args.storage == "none" else (args.storage or default_storage_url())
     workload = load_workload(args)
+    # A preset is the published one for the data's kind (its channels), known once it is loaded.
+    configs = configs_from_args(args, frameworks, dataset_kind(workload.dataset.input_shape[0]))
     records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault,
                         storage=storage)
-    if args.out:
-        save_records(records, args.out)
+    unsaved = save_or_fall_back(records, args.out) if args.out else None
     if args.json:
         print_json([r.to_dict() for r in records])
+        if unsaved:
+            raise DltuneError(unsaved)
         return 0 if all(r.ok for r in records) else 1
     print(f"{workload.dataset.summary()}; model {workload.model.name} "
           f"({workload.model.param_count:,d} parameters)")
@@ -156,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     for record in records:
         if not record.ok:
             print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)
-    if args.out:
+    if args.out and not unsaved:
         print(f"records saved to {args.out}")
     if storage is not None:
         from dltune._storage_url import mask_url
@@ -164,4 +171,27 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"records stored in {mask_url(storage)} (study {study_name(workload.name, BENCH_PREFIX)}): "
               "dltune recommend fits on them (--storage none: not stored)")
+    if unsaved:
+        raise DltuneError(unsaved)
     return 0 if all(r.ok for r in records) else 1
+
+
+def save_or_fall_back(records: list[Any], out: str) -> str | None:
+    """Save the records to ``out``, or where that fails after all (the disk filled up during the
+    runs) to a new file in the working folder, else in the temp folder. None when ``out`` was
+    written; else one line that says why not and where the records are."""
+    from dltune.measure import save_records
+
+    try:
+        save_records(records, out)
+        return None
+    except OSError as exc:
+        failed = f"Could not write the records to {out!r} ({exc.strerror or type(exc).__name__})"
+    name = (f"dltune-bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            f"{'.csv' if Path(out).suffix == '.csv' else '.json'}")
+    for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+        try:
+            return f"{failed}; saved them to {str(save_records(records, folder / name))!r} instead."
+        except OSError:
+            continue
+    return f"{failed}, nor to {name} in the working folder or {tempfile.gettempdir()}."

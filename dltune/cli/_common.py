@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._table import format_table  # re-exported: the commands' table formatter
 
 __all__ = ["add_workload_args", "parse_key_values", "parse_list", "print_json", "format_table"]
 
@@ -32,9 +33,9 @@ def parse_key_values(pairs: list[str] | None, option: str) -> dict[str, Any]:
     """``KEY=VALUE`` options; values are read as JSON where they parse, else kept as text."""
     out: dict[str, Any] = {}
     for pair in pairs or []:
-        if "=" not in pair:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
             raise ParameterError(f"The '{option}' parameter must look like KEY=VALUE. Got {pair!r} instead.")
-        key, value = pair.split("=", 1)
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
@@ -63,22 +64,3 @@ def load_workload(args: argparse.Namespace):
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
-
-def format_table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
-    """Rows as an aligned text table; ``columns`` holds (key, header, format spec)."""
-
-    def cell(value: Any, spec: str) -> str:
-        if value is None:
-            return "-"
-        if spec and isinstance(value, (int, float)):
-            return format(value, spec)
-        return str(value)
-
-    body = [[cell(row.get(k), spec) for k, _, spec in columns] for row in rows]
-    headers = [h for _, h, _ in columns]
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in body:
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
-    return "\n".join(lines)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from dltune._errors import ParameterError
     from dltune.backends import BACKENDS
     from dltune.cli._common import parse_key_values, parse_list, print_json
-    from dltune.recommend import recommend
+    from dltune.recommend import RECOMMEND_CONSTRAINTS, recommend
 
     if args.verify and args.hardware:
         raise ParameterError("The 'verify' option measures on this machine; it cannot be used with --hardware.")
@@ -44,10 +44,11 @@ def run(args: argparse.Namespace) -> int:
         from dltune._workload import Workload
 
         workload = Workload.from_name(args.workload, args.model or "lenet", **data_params)
-    constraints = {k: v for k, v in (("max_train_time", args.max_train_time),
-                                     ("max_memory_mb", args.max_memory_mb),
-                                     ("min_accuracy", args.min_accuracy)) if v is not None}
-    frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS)) if args.frameworks else None
+    # Each constraint's option is named after it (--max-train-time: max_train_time).
+    constraints = {name: getattr(args, name) for name in RECOMMEND_CONSTRAINTS
+                   if getattr(args, name) is not None}
+    frameworks = (parse_list("frameworks", args.frameworks, list(BACKENDS))
+                  if args.frameworks is not None else None)
     rec = recommend(workload, args.hardware, args.objective, constraints or None, frameworks,
                     args.top_k, model=args.model, records=args.records,
                     storage=None if args.storage == "none" else args.storage, knowledge_base=args.kb)

@@ -6,7 +6,8 @@ import argparse
 
 from dltune.cli._common import add_workload_args, load_workload, parse_key_values, print_json
 
-_OBJECTIVES = {"accuracy": ("accuracy",), "time": ("train_time",), "both": ("accuracy", "train_time")}
+# tune reads these itself ("time": training time; "both": accuracy and training time).
+_OBJECTIVES = ("accuracy", "time", "both")
 # Each constraint: tune's option (its argparse name), tune's constraint key, recommend's flag.
 _CONSTRAINTS = (("max_train_time", "max_train_time_s", "--max-train-time"),
                 ("max_memory", "max_memory_mb", "--max-memory-mb"),
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         space=space,
         n_trials=args.trials,
         timeout=args.timeout,
-        objectives=_OBJECTIVES[args.objective],
+        objectives=args.objective,
         constraints=constraints or None,
         sampler=args.sampler,
         pruner=args.pruner,

@@ -9,6 +9,8 @@ their SHA-256 sums.
 from __future__ import annotations
 
 from dltune.data._dataset import Dataset, from_arrays, holdout_split
+from dltune.data._kind import dataset_kind
 from dltune.data._registry import DATASETS, available_datasets, load_dataset
 
-__all__ = ["DATASETS", "Dataset", "available_datasets", "from_arrays", "holdout_split", "load_dataset"]
+__all__ = ["DATASETS", "Dataset", "available_datasets", "dataset_kind", "from_arrays", "holdout_split",
+           "load_dataset"]

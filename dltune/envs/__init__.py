@@ -15,7 +15,7 @@ from dltune.envs._status import (
     BackendStatus,
     backend_status,
     install_command,
-    interpreter_for,
+    runtime_interpreter,
     status_command,
 )
 
@@ -29,9 +29,9 @@ __all__ = [
     "backend_status",
     "clean_environment",
     "install_command",
-    "interpreter_for",
     "mxnet_env",
     "pytensor_flags",
+    "runtime_interpreter",
     "status_command",
     "theano_env",
     "theano_flags",

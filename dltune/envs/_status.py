@@ -23,7 +23,7 @@ __all__ = [
     "BackendStatus",
     "backend_status",
     "install_command",
-    "interpreter_for",
+    "runtime_interpreter",
     "status_command",
 ]
 
@@ -179,8 +179,9 @@ def install_command(
     return summary
 
 
-def interpreter_for(backend: str, runtime: LegacyRuntime | None = None) -> str:
-    """The Python that runs ``backend``'s worker.
+def runtime_interpreter(backend: str, runtime: LegacyRuntime | None = None) -> str:
+    """The Python of the runtime ``backend`` runs in: dltune's own, or the legacy runtime
+    (checked to be installed and up to date; whether the framework is installed is not).
 
     Raises:
         ParameterError: unknown backend name.

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._validation import check_choice, check_int
-from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, default_preset
+from dltune.data import dataset_kind
 
 __all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
@@ -201,9 +202,7 @@ def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> T
 
 
 def _preset(framework: str, workload: SuiteWorkload, channels: int, max_threads: int) -> TrainConfig | None:
-    from dltune.config import default_preset
-
-    dataset = "cifar10" if channels == 3 else "mnist"
+    dataset = dataset_kind(channels)
     config = TrainConfig.preset(default_preset(framework, dataset), dataset, framework=framework)
     # The published defaults run 11-350 epochs; the suite caps them (recorded in the provenance).
     return config.replace(

@@ -1,4 +1,8 @@
-"""Measurement records and the resource sampler."""
+"""Measurement records.
+
+The resource sampler beside them (``dltune.measure._sampler``) belongs to the execution layer,
+so this package does not re-export it: importing the records never reaches the sampler.
+"""
 
 from __future__ import annotations
 
@@ -15,18 +19,9 @@ from dltune.measure._record import (
 __all__ = [
     "SCHEMA_VERSION",
     "Measurement",
-    "ResourceSampler",
     "load_records",
     "read_csv",
     "save_records",
     "to_dataframe",
     "write_csv",
 ]
-
-
-def __getattr__(name: str):
-    if name == "ResourceSampler":
-        from dltune.measure._sampler import ResourceSampler
-
-        return ResourceSampler
-    raise AttributeError(name)

@@ -57,9 +57,10 @@ class Analysis:
 
     def _is_own_defaults(self, row) -> bool:
         """Whether a record ran its framework's own preset unchanged (epochs may be capped)."""
-        from dltune.study import own_preset, preset_config
+        from dltune.config import default_preset
+        from dltune.study import preset_config
 
-        own = own_preset(row["framework"], self.dataset_kind)
+        own = default_preset(row["framework"], self.dataset_kind)
         if row["preset"] != own:
             return False
         p = preset_config(own, row["framework"], self.dataset_kind)
@@ -303,7 +304,7 @@ class Analysis:
         return out
 
     def _transfer_findings(self) -> list[Finding]:
-        from dltune.study import own_preset
+        from dltune.config import default_preset
 
         acc = self.cross_matrix("accuracy_pct")
         if acc is None or acc.shape[0] < 1 or acc.shape[1] < 2:
@@ -343,7 +344,7 @@ class Analysis:
                                    {"same_lo_pct": acc.loc[lo, p], "same_hi_pct": acc.loc[hi, p]}))
         drops = []
         for fw in acc.index:
-            own = own_preset(fw, self.dataset_kind)
+            own = default_preset(fw, self.dataset_kind)
             if own not in acc.columns or not _finite(acc.loc[fw, own]):
                 continue
             for p in acc.columns:

@@ -73,12 +73,13 @@ def _cap_notes(a: Analysis) -> list[str]:
 
 def build_report(records: list[StudyRecord]) -> Report:
     """Tables, figures and findings from ``records`` (one workload)."""
-    from dltune.study._run import dataset_kind
+    from dltune.data import dataset_kind
 
     if not records:
         raise ParameterError("The 'records' parameter must hold at least one record. Got none.")
     frame = records_frame(records)
-    kind = dataset_kind(records[0].measurement.workload.get("dataset") or "")
+    spec = records[0].measurement.workload.get("model_spec") or {}
+    kind = dataset_kind(spec.get("input_shape", [1])[0])
     a = Analysis(frame, kind)
     if a.ok.empty:
         raise ParameterError(f"None of the {len(records)} records is a successful run; nothing to report.")

@@ -1,4 +1,5 @@
-"""Each framework's own default settings, and the presets the study crosses them with."""
+"""The presets the study crosses every framework with; each framework's own is
+:func:`dltune.config.default_preset`."""
 
 from __future__ import annotations
 
@@ -6,20 +7,18 @@ from typing import Any
 
 from dltune.config import TrainConfig, available_presets
 
-__all__ = ["STUDY_FRAMEWORKS", "MXNET_GLUON_DEFAULTS", "own_preset", "preset_config", "study_presets"]
+__all__ = ["STUDY_FRAMEWORKS", "MXNET_GLUON_DEFAULTS", "preset_config", "study_presets"]
 
 # The four frameworks of the published study plus MXNet; "all" in the CLI means these.
 STUDY_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "theano")
 
-# The study published no MXNet configuration. dltune uses the defaults of MXNet's own Gluon MNIST
-# example (apache/mxnet example/gluon/mnist/mnist.py: --batch-size 100, --epochs 10, --lr 0.1,
-# --momentum 0.9, SGD with momentum) and names that preset "mxnet".
+# The study published no MXNet configuration. Its cross-defaults matrix adds the defaults of MXNet's
+# own Gluon MNIST example (apache/mxnet example/gluon/mnist/mnist.py: --batch-size 100, --epochs
+# 10, --lr 0.1, --momentum 0.9, SGD with momentum) as the preset "mxnet"; MXNet's own defaults
+# stay Caffe's (default_preset), the ones the knowledge base measured.
 MXNET_GLUON_DEFAULTS: dict[str, Any] = dict(
     optimizer="momentum", learning_rate=0.1, momentum=0.9, batch_size=100, epochs=10
 )
-
-# Frameworks without a published preset of their own borrow the nearest one.
-_BORROWED = {"pytensor": "theano", "numpy": "torch"}
 
 
 def study_presets(dataset: str = "mnist") -> list[str]:
@@ -28,14 +27,6 @@ def study_presets(dataset: str = "mnist") -> list[str]:
     if dataset == "mnist":
         names.append("mxnet")
     return names
-
-
-def own_preset(framework: str, dataset: str = "mnist") -> str:
-    """The preset that counts as ``framework``'s own default settings."""
-    if framework in study_presets(dataset):
-        return framework
-    borrowed = _BORROWED.get(framework, "caffe")
-    return borrowed if borrowed in study_presets(dataset) else study_presets(dataset)[0]
 
 
 def preset_config(preset: str, framework: str, dataset: str = "mnist") -> TrainConfig:

@@ -7,15 +7,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dltune.config import ThreadConfig, TrainConfig
+from dltune.config import ThreadConfig, TrainConfig, default_preset
 from dltune.study._cost import CostModel
-from dltune.study._defaults import own_preset, preset_config, study_presets
+from dltune.study._defaults import preset_config, study_presets
 
 __all__ = [
     "PHASES",
     "PHASE_SHARES",
-    "PlannedRun",
     "StudyPlan",
+    "StudyRun",
     "config_key",
     "plan_study",
     "thread_variants",
@@ -48,7 +48,7 @@ def config_key(workload_fingerprint: str, model: str, config: TrainConfig) -> st
 
 
 @dataclass
-class PlannedRun:
+class StudyRun:
     """One configuration to measure and the phases (and labels) it belongs to."""
 
     key: str
@@ -74,7 +74,7 @@ class StudyPlan:
     frameworks: list[str]
     dataset_kind: str
     epoch_cap: int
-    runs: list[PlannedRun] = field(default_factory=list)
+    runs: list[StudyRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tune_trials: int = 0
 
@@ -84,12 +84,12 @@ class StudyPlan:
                 if phase not in run.phases:
                     run.phases.append(phase)
                 return
-        self.runs.append(PlannedRun(key, config, [phase], label))
+        self.runs.append(StudyRun(key, config, [phase], label))
 
     def membership(self) -> dict[str, list[str]]:
         return {run.key: list(run.phases) for run in self.runs}
 
-    def in_phase(self, phase: str) -> list[PlannedRun]:
+    def in_phase(self, phase: str) -> list[StudyRun]:
         return [run for run in self.runs if phase in run.phases]
 
 
@@ -165,7 +165,8 @@ def plan_study(
     def cross(cap: int) -> list[tuple[str, TrainConfig, str]]:
         out = []
         for fw in frameworks:
-            out.append(("defaults", _capped(preset_config(own_preset(fw, dataset_kind), fw, dataset_kind), cap), fw))
+            own = preset_config(default_preset(fw, dataset_kind), fw, dataset_kind)
+            out.append(("defaults", _capped(own, cap), fw))
         for fw in frameworks:
             for preset in presets:
                 config = _capped(preset_config(preset, fw, dataset_kind), cap)
@@ -193,7 +194,7 @@ def plan_study(
                 f"The {preset} preset's {longest} epochs are capped at {epoch_cap} to fit the budget."
             )
 
-    bases = {fw: _capped(preset_config(own_preset(fw, dataset_kind), fw, dataset_kind), epoch_cap)
+    bases = {fw: _capped(preset_config(default_preset(fw, dataset_kind), fw, dataset_kind), epoch_cap)
              for fw in frameworks}
 
     def sweeps(points: int) -> list[tuple[str, TrainConfig, str]]:

@@ -10,26 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError
-from dltune._storage_url import DEFAULT_STORAGE
+from dltune._storage_url import DEFAULT_STORAGE, check_url, default_storage_url, mask_url
 from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
+from dltune.data import dataset_kind
+from dltune.measure._codec import decode_record
 from dltune.study._cost import CostModel
 from dltune.study._defaults import STUDY_FRAMEWORKS
-from dltune.study._plan import PHASE_SHARES, PlannedRun, StudyPlan, plan_study
+from dltune.study._plan import PHASE_SHARES, StudyPlan, StudyRun, plan_study
 from dltune.study._store import StudyRecord, StudyStore
 
-__all__ = ["StudyResult", "run_study", "dataset_kind"]
+__all__ = ["ComparativeStudyResult", "run_study"]
 
 _GROUP_ORDER = ("defaults", "sweeps", "threads")
 
 
-def dataset_kind(dataset_name: str) -> str:
-    """Which published presets fit a data set: ``cifar10`` for colour images, else ``mnist``."""
-    return "cifar10" if dataset_name.startswith("cifar") else "mnist"
-
-
 @dataclass
-class StudyResult:
+class ComparativeStudyResult:
     """What one ``run_study`` call did, and every record the study now holds."""
 
     workload: str
@@ -47,7 +44,7 @@ class StudyResult:
     def summary(self) -> dict[str, Any]:
         return {
             "workload": self.workload,
-            "storage": _mask(self.storage),
+            "storage": mask_url(self.storage),
             "frameworks": self.plan.frameworks,
             "epoch_cap": self.plan.epoch_cap,
             "planned": len(self.plan.runs),
@@ -78,13 +75,6 @@ class StudyResult:
         lines.append("render it with: dltune report" + (
             f" --storage {s['storage']}" if self.storage != DEFAULT_STORAGE else ""))
         return "\n".join(lines)
-
-
-def _mask(url: str) -> str:
-    """A storage URL without its password (safe to print)."""
-    from dltune.tuning import mask_url
-
-    return mask_url(url)
 
 
 def resolve_frameworks(frameworks: str | list[str]) -> tuple[list[str], list[str]]:
@@ -139,7 +129,7 @@ def run_study(
     progress: bool = True,
     dataset_params: dict[str, Any] | None = None,
     pool=None,
-) -> StudyResult:
+) -> ComparativeStudyResult:
     """Run the comparative study on ``workload``; records already stored are not measured again.
 
     Phases: each framework with its own defaults; every framework with every preset; one-at-a-time
@@ -158,23 +148,27 @@ def run_study(
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
     if tune_trials is not None:
         tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
+    # Nothing is written before every argument is checked: ``out`` is checked now and made
+    # only once the storage is open (opening it makes its SQLite file), which comes last.
     if out is not None:
-        check_out_dir("out", out)  # now, not after the runs
+        check_out_dir("out", out, make=False)
     chosen, notes = resolve_frameworks(frameworks)
+    check_url(storage or default_storage_url())
     if isinstance(workload, str):
         wl = Workload.from_name(workload, model, **(dataset_params or {}))
     else:
         wl = as_workload(workload, model)
     store = StudyStore(storage, wl.name)
+    if out is not None:
+        check_out_dir("out", out)  # now, not after the runs
     data = wl.dataset
     cost = CostModel(len(data.y_train), len(data.y_test), wl.model.flops_per_sample)
     stored = store.stored()
     for trial in stored.values():
-        cfg = trial.user_attrs.get("record", {}).get("config")
+        record = decode_record(trial.user_attrs)
         wall = trial.user_attrs.get("wall_s")
-        if cfg and wall:
-            cost.observe(TrainConfig.from_dict(cfg), float(wall),
-                         trial.user_attrs["record"].get("metrics"), warm=False)
+        if record is not None and wall:
+            cost.observe(TrainConfig.from_dict(record.config), float(wall), record.metrics, warm=False)
     tune_fn, tune_note = _tune_function() if tune else (None, "tuning phase turned off")
     plan = plan_study(
         chosen,
@@ -183,7 +177,7 @@ def run_study(
         n_train=len(data.y_train),
         cost=cost,
         budget_s=budget_s,
-        dataset_kind=dataset_kind(data.name),
+        dataset_kind=dataset_kind(data.input_shape[0]),
         max_cores=usable_cores(),
         epoch_cap=epoch_cap,
         with_tune=tune_fn is not None,
@@ -198,7 +192,7 @@ def run_study(
     store.set_attr("plan", {"frameworks": chosen, "epoch_cap": plan.epoch_cap,
                             "budget_minutes": budget_minutes, "notes": plan.notes,
                             "dataset_kind": plan.dataset_kind})
-    result = StudyResult(wl.name, store.storage_url, plan, [], out=str(out) if out else None)
+    result = ComparativeStudyResult(wl.name, store.storage_url, plan, [], out=str(out) if out else None)
     _log(progress, f"study {wl.name}: {len(plan.runs)} planned runs over {', '.join(chosen)}, "
                    f"epochs capped at {plan.epoch_cap}, budget {budget_minutes:g} min")
 
@@ -250,7 +244,7 @@ def run_study(
     return result
 
 
-def _measure_one(measure, wl, run: PlannedRun, store: StudyStore, cost: CostModel,
+def _measure_one(measure, wl, run: StudyRun, store: StudyStore, cost: CostModel,
                  predicted: float, pool):
     from dltune.backends import BACKENDS
 
@@ -301,7 +295,7 @@ def _tune_records(storage: str, workload_name: str) -> list[StudyRecord]:
             if not (r.source or "").startswith(STUDY_PREFIX)]
 
 
-def _write_out(out: Path, result: StudyResult) -> None:
+def _write_out(out: Path, result: ComparativeStudyResult) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "records.jsonl").open("w") as fh:
         for rec in result.records:

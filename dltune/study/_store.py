@@ -1,20 +1,21 @@
 """Study records in an Optuna storage: one trial per measurement, tagged with its phases.
 
 Records live in the study ``dltune-study:<workload>`` (directions: maximise accuracy, minimise
-training time) as trials whose user attributes hold the whole :class:`Measurement` (``record``),
-the study phases (``phase``, ``phases``), a resume key (``key``) and a label. The Optuna
-dashboard and the surrogates read them like any other trial.
+training time) as trials whose user attributes hold the whole :class:`Measurement` (written by
+:mod:`dltune.measure._codec`, as tuning's trials hold theirs), the study phases (``phase``,
+``phases``), a resume key (``key``) and a label. The Optuna dashboard and the surrogates read
+them like any other trial.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._errors import ParameterError
-from dltune._storage_url import default_storage_url
+from dltune._storage_url import _scrub, default_storage_url
+from dltune.measure._codec import decode_record, encode
 from dltune.measure._record import Measurement
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "StudyRecord",
     "StudyStore",
     "load_storage_records",
-    "record_from_attrs",
     "study_name",
 ]
 
@@ -57,16 +57,18 @@ class StudyRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StudyRecord:
+        """A record as :meth:`to_dict` writes it: the measurement's fields and ``study``."""
+        measurement = Measurement.from_dict(data)
         extra = data.get("study") or {}
-        return cls(Measurement.from_dict(data), list(extra.get("phases") or []), extra.get("key"),
-                   extra.get("label"), extra.get("source"))
-
-
-def _safe(text: str, url: str) -> str:
-    """An error text with the storage URL's password masked."""
-    from dltune.tuning import mask_url
-
-    return mask_url(text.replace(url, mask_url(url)))
+        if not isinstance(extra, dict):
+            raise ParameterError(
+                f"The 'study' field of a study record must be a dict of its phases, key, label and "
+                f"source. Got {type(extra).__name__} instead.")
+        phases = extra.get("phases") or []
+        if not isinstance(phases, list):
+            raise ParameterError(f"The 'study.phases' field of a study record must be a list of "
+                                 f"phase names. Got {type(phases).__name__} instead.")
+        return cls(measurement, list(phases), extra.get("key"), extra.get("label"), extra.get("source"))
 
 
 def _optuna():
@@ -74,21 +76,6 @@ def _optuna():
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
-
-
-def record_from_attrs(attrs: dict[str, Any]) -> Measurement | None:
-    """The Measurement a trial stored: the study's ``record`` or tuning's ``measurement``.
-
-    Tuning splits a long record into ``measurement.0``, ``measurement.1``, ... chunks of JSON
-    text with their count in ``measurement.chunks``.
-    """
-    for name in ("record", "measurement"):
-        value = attrs.get(name)
-        if value is None and f"{name}.chunks" in attrs:
-            value = "".join(str(attrs[f"{name}.{i}"]) for i in range(int(attrs[f"{name}.chunks"])))
-        if value is not None:
-            return Measurement.from_dict(json.loads(value) if isinstance(value, str) else value)
-    return None
 
 
 def _distributions():
@@ -130,7 +117,7 @@ class StudyStore:
         except (ValueError, ImportError) as exc:
             raise ParameterError(
                 f"The 'storage' parameter must be an Optuna storage URL such as "
-                f"'sqlite:///dltune.db'. Could not open it: {_safe(str(exc), self.storage_url)}"
+                f"'sqlite:///dltune.db'. Could not open it: {_scrub(str(exc), self.storage_url)}"
             ) from None
         import warnings
 
@@ -172,7 +159,7 @@ class StudyStore:
             params=params,
             distributions={k: dists[k] for k in params},
             user_attrs={
-                "record": record.to_dict(),
+                **encode(record),
                 "key": key,
                 "phase": phases[0],
                 "phases": list(phases),
@@ -207,7 +194,7 @@ def _study_records(study, default_phase: str | None = None) -> list[StudyRecord]
     for trial in study.get_trials(deepcopy=False):
         if not trial.state.is_finished():
             continue
-        record = record_from_attrs(trial.user_attrs)
+        record = decode_record(trial.user_attrs)
         if record is None:
             continue
         key = trial.user_attrs.get("key")
@@ -243,7 +230,7 @@ def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -
         names = optuna.get_all_study_names(storage=opened)
     except Exception as exc:  # noqa: BLE001 - any driver error means the URL is unusable
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise ParameterError(_safe(
+        raise ParameterError(_scrub(
             f"The 'storage' parameter must be a readable Optuna storage URL. Could not read "
             f"{storage!r}: {type(exc).__name__}: {first}", storage)) from None
     wanted = set(workloads) if workloads else None

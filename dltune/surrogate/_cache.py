@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -26,9 +25,10 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune._paths import while_unchanged
 from dltune._storage_url import require_database, sqlite_path
+from dltune.measure._storage_reader import read_storage_records
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
-__all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_records",
+__all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_measurements",
            "clear_memory_cache", "shipped_model_dir", "shipped_model_key"]
 
 _MEMORY: dict[str, PerformanceModel] = {}
@@ -49,84 +49,22 @@ def default_storage() -> str | None:
     return "sqlite:///dltune.db" if Path("dltune.db").exists() else None
 
 
-def _parse_record(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    if isinstance(value, dict) and {"workload", "config", "metrics", "status"} <= set(value):
-        return value
-    return None
+def load_storage_measurements(storage: str) -> list[dict[str, Any]]:
+    """Measurement records stored as trial (or study) user attributes in an Optuna storage
+    (:func:`dltune.measure._storage_reader.read_storage_records`), one per id.
 
-
-def _records_from_attrs(attrs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Records among one trial's (or study's) user attributes, chunked ones reassembled."""
-    found = []
-    if "measurement.chunks" in attrs:
-        try:
-            text = "".join(attrs[f"measurement.{i}"] for i in range(int(attrs["measurement.chunks"])))
-        except (KeyError, TypeError, ValueError):
-            text = ""
-        record = _parse_record(text)
-        if record is not None:
-            found.append(record)
-    for key, value in attrs.items():
-        if not key.startswith("measurement."):
-            record = _parse_record(value)
-            if record is not None:
-                found.append(record)
-    return found
-
-
-def load_storage_records(storage: str) -> list[dict[str, Any]]:
-    """Measurement records stored as trial (or study) user attributes in an Optuna storage.
-
-    Records split into ``measurement.<i>`` chunks (large ones, see ``dltune.tuning``) are
-    reassembled. SQLite files are read directly (no Optuna import); other URLs through Optuna,
-    opened as :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that
-    is no database URL, ``StorageError`` for one that cannot be reached).
+    SQLite files are read directly (no Optuna import); other URLs through Optuna, opened as
+    :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that is no
+    database URL, ``StorageError`` for one that cannot be reached).
     """
     path = sqlite_path(require_database(
         storage, "recommend fits on the records 'dltune tune', 'study' and 'bench' stored there"))
-    groups: list[dict[str, Any]] = []
     if path is not None:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-            try:
-                trial_rows = conn.execute(
-                    "SELECT trial_id, key, value_json FROM trial_user_attributes "
-                    "WHERE key LIKE 'measurement%' OR value_json LIKE '%workload%'"
-                ).fetchall()
-                study_rows = conn.execute(
-                    "SELECT study_id, key, value_json FROM study_user_attributes "
-                    "WHERE value_json LIKE '%workload%'"
-                ).fetchall()
-            except sqlite3.DatabaseError:
-                return []
-        by_owner: dict[tuple[str, int], dict[str, Any]] = {}
-        for kind, rows in (("trial", trial_rows), ("study", study_rows)):
-            for owner, key, text in rows:
-                try:
-                    by_owner.setdefault((kind, owner), {})[key] = json.loads(text)
-                except ValueError:
-                    continue
-        groups = list(by_owner.values())
-    else:
-        import optuna
+        return read_storage_records(path)
+    from dltune.tuning._storage import open_storage
 
-        from dltune.tuning._storage import open_storage
-
-        # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
-        opened = open_storage(storage, heartbeat=False)
-        for summary in optuna.get_all_study_summaries(opened):
-            study = optuna.load_study(study_name=summary.study_name, storage=opened)
-            groups.append(dict(study.user_attrs))
-            groups.extend(dict(t.user_attrs) for t in study.get_trials(deepcopy=False))
-    records: dict[str, dict[str, Any]] = {}
-    for attrs in groups:
-        for record in _records_from_attrs(attrs):
-            records.setdefault(str(record.get("id")), record)
-    return list(records.values())
+    # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
+    return read_storage_records(open_storage(storage, heartbeat=False))
 
 
 def _sha256(path: Path) -> str:
@@ -246,7 +184,7 @@ def fitted_model(
     extra = _extra_records(records)
     # The user's records are read every time (SQLite directly: milliseconds); the key hashes
     # their ids, so a storage that changes only by other studies' trials does not force a refit.
-    stored = load_storage_records(storage) if storage else []
+    stored = load_storage_measurements(storage) if storage else []
     if calibration or (calibration is None and kb_path is None):
         stored = stored + calibration_records()
     key = _fit_key(kb_file, stored, extra)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,13 +11,15 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune.config import TrainConfig
 from dltune.measure import Measurement
+from dltune.measure._codec import decode_record, set_record
 from dltune.tuning._space import SearchSpace
 
-__all__ = ["OBJECTIVES", "Objective", "TrialRunner", "check_constraints", "check_objectives",
-           "record_from_trial"]
+__all__ = ["TUNE_CONSTRAINTS", "TUNE_OBJECTIVES", "Objective", "TrialRunner", "check_constraints",
+           "check_objectives", "record_from_trial"]
 
+# What tune optimises (recommend's objectives differ: dltune.recommend.RECOMMEND_OBJECTIVES).
 # objective name -> (metric in Measurement.metrics, direction, label for the dashboard)
-OBJECTIVES: dict[str, tuple[str, str, str]] = {
+TUNE_OBJECTIVES: dict[str, tuple[str, str, str]] = {
     "accuracy": ("test_accuracy", "maximize", "test accuracy"),
     "train_time": ("train_time_s", "minimize", "training time (s)"),
     "peak_memory": ("peak_rss_mb", "minimize", "peak memory (MB)"),
@@ -26,13 +27,11 @@ OBJECTIVES: dict[str, tuple[str, str, str]] = {
 _ALIASES = {"time": "train_time", "memory": "peak_memory"}
 
 # constraint name -> (metric, sign): feasible when sign * (metric - bound) <= 0
-CONSTRAINTS: dict[str, tuple[str, int]] = {
+TUNE_CONSTRAINTS: dict[str, tuple[str, int]] = {
     "max_train_time_s": ("train_time_s", 1),
     "max_memory_mb": ("peak_rss_mb", 1),
     "min_accuracy": ("test_accuracy", -1),
 }
-
-_CHUNK = 50_000  # characters per user attribute: well inside every database's text column
 
 
 @dataclass(frozen=True)
@@ -48,12 +47,12 @@ def check_objectives(objectives: str | Sequence[str]) -> list[Objective]:
     if isinstance(objectives, str):
         objectives = ["accuracy", "train_time"] if objectives == "both" else [objectives]
     names = [_ALIASES.get(o, o) for o in objectives]
-    if not names or len(set(names)) != len(names) or any(n not in OBJECTIVES for n in names):
+    if not names or len(set(names)) != len(names) or any(n not in TUNE_OBJECTIVES for n in names):
         raise ParameterError(
             "The 'objectives' parameter must be distinct names from "
-            f"{{{', '.join(OBJECTIVES)}}} (or 'both'). Got {list(objectives)!r} instead."
+            f"{{{', '.join(TUNE_OBJECTIVES)}}} (or 'both'). Got {list(objectives)!r} instead."
         )
-    return [Objective(n, *OBJECTIVES[n]) for n in names]
+    return [Objective(n, *TUNE_OBJECTIVES[n]) for n in names]
 
 
 def check_constraints(constraints: Mapping[str, float] | None) -> dict[str, float]:
@@ -62,9 +61,9 @@ def check_constraints(constraints: Mapping[str, float] | None) -> dict[str, floa
 
     out: dict[str, float] = {}
     for name, bound in dict(constraints or {}).items():
-        if name not in CONSTRAINTS:
+        if name not in TUNE_CONSTRAINTS:
             raise ParameterError(
-                f"Unknown constraint {name!r}. Known constraints: {', '.join(CONSTRAINTS)}."
+                f"Unknown constraint {name!r}. Known constraints: {', '.join(TUNE_CONSTRAINTS)}."
             )
         high = 1.0 if name == "min_accuracy" else None
         out[name] = check_float(name, bound, 0.0, high, low_open=name != "min_accuracy")
@@ -75,32 +74,15 @@ def constraint_values(metrics: Mapping[str, Any], constraints: Mapping[str, floa
     """Optuna's constraint values (<= 0 is feasible) for a run's metrics."""
     values = []
     for name, bound in constraints.items():
-        metric, sign = CONSTRAINTS[name]
+        metric, sign = TUNE_CONSTRAINTS[name]
         value = metrics.get(metric)
         values.append(float("inf") if value is None else sign * (float(value) - bound))
     return values
 
 
-def _store_record(trial: Any, record: Measurement) -> None:
-    text = record.to_json()
-    if len(text) <= _CHUNK:
-        trial.set_user_attr("measurement", json.loads(text))
-        return
-    chunks = [text[i : i + _CHUNK] for i in range(0, len(text), _CHUNK)]
-    for i, chunk in enumerate(chunks):
-        trial.set_user_attr(f"measurement.{i}", chunk)
-    trial.set_user_attr("measurement.chunks", len(chunks))
-
-
 def record_from_trial(trial: Any) -> Measurement | None:
     """The :class:`Measurement` a trial stored, or None (a trial from before it finished)."""
-    attrs = trial.user_attrs
-    if "measurement" in attrs:
-        return Measurement.from_dict(attrs["measurement"])
-    if "measurement.chunks" in attrs:
-        text = "".join(attrs[f"measurement.{i}"] for i in range(int(attrs["measurement.chunks"])))
-        return Measurement.from_json(text)
-    return None
+    return decode_record(trial.user_attrs)
 
 
 @contextlib.contextmanager
@@ -180,7 +162,7 @@ class TrialRunner:
         fault = trial.user_attrs.get("fault") if os.environ.get("DLTUNE_ENABLE_FAULTS") == "1" else None
         with _startup_environment(env):
             record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool, fault=fault)
-        _store_record(trial, record)
+        set_record(trial, record)
         metrics = record.metrics
         trial.set_user_attr("status", record.status)
         if not record.ok:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dltune._table import format_table
 from dltune.measure import Measurement
 
 __all__ = ["StudyResult", "TrialSummary", "TuneResult", "summarise_trial"]
@@ -118,8 +119,6 @@ class TuneResult:
 
     def table(self) -> str:
         """The Pareto front per framework, then the comparison with each default preset."""
-        from dltune.cli._common import format_table
-
         rows = []
         for fw, res in self.studies.items():
             for t in res.pareto:

@@ -2,59 +2,30 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from dltune._errors import DltuneError, ParameterError
+from dltune._errors import ParameterError
 from dltune._validation import check_bool, check_float, check_int
 from dltune.config import TrainConfig, usable_cores
-from dltune.measure import Measurement
-from dltune.tuning._objective import TrialRunner, check_constraints, check_objectives
+from dltune.tuning._objective import check_constraints, check_objectives
 from dltune.tuning._result import StudyResult, TuneResult, summarise_trial
 from dltune.tuning._space import SearchSpace, as_space
-from dltune.tuning._storage import (
-    SQLiteWriters,
-    default_storage_url,
-    mask_url,
-    open_storage,
-    require_database,
-)
+from dltune.tuning._storage import default_storage_url, mask_url, open_storage
 from dltune.tuning._study import (
-    PRUNERS,
     StudySpec,
     build_pruner,
     build_sampler,
+    check_pruner,
+    check_sampler,
     counts,
     create_or_load,
-    load_study_spec,
     study_name,
 )
+from dltune.tuning._study_measurements import _compare, _measure_preset, _repeat_best, preset_for
+from dltune.tuning._worker import _run_here, _run_workers
 
-__all__ = ["preset_for", "run_worker", "tune"]
-
-# Each framework's own published defaults; frameworks without one get Caffe's.
-_OWN_PRESET = {"torch": "torch", "tensorflow": "tensorflow", "theano": "theano"}
-
-
-def preset_for(framework: str, workload: Any, max_epochs: int | None = None) -> tuple[TrainConfig, str]:
-    """The framework's default preset on this workload, and a label that says what was capped."""
-    name = _OWN_PRESET.get(framework, "caffe")
-    dataset = "cifar10" if workload.dataset.input_shape[0] == 3 else "mnist"
-    config = TrainConfig.preset(name, dataset, framework=framework)
-    label = f"{name}/{dataset}"
-    if name != framework:
-        label += f" (no {framework} preset)"
-    if max_epochs is not None and config.epochs > max_epochs:
-        label += f", epochs capped {config.epochs}->{max_epochs}"
-        config = config.replace(epochs=max_epochs)
-    return config, label
+__all__ = ["tune"]
 
 
 def _frameworks(frameworks: str | Iterable[str]) -> list[str]:
@@ -129,95 +100,6 @@ def _recommended(workload: Any, hardware: Any, framework: str, storage: str) -> 
                       UserWarning, stacklevel=2)
         return []
     return [c for c in rec.configs if c.framework == framework]
-
-
-def _stored_measurement(study: Any, key: str, workload: Any, config: TrainConfig, pool: Any,
-                        env: Mapping[str, str] | None = None) -> Measurement:
-    """The measurement stored on the study under ``key``, else ``config`` measured now (in
-    start-up environment ``env``) and, if it ran, stored there, so a resumed run reuses it."""
-    from dltune._bench import measure
-    from dltune.tuning._objective import _startup_environment
-
-    stored = study.user_attrs.get(key)
-    if stored is not None:
-        return Measurement.from_dict(stored)
-    with _startup_environment(env or {}):
-        record = measure(workload, config, pool=pool)
-    if record.ok:
-        study.set_user_attr(key, record.to_dict())
-    return record
-
-
-def _measure_preset(study: Any, workload: Any, framework: str, base: TrainConfig,
-                    preset_epochs: int | None, pool: Any) -> tuple[Measurement, str]:
-    """The preset's measurement, stored on the study so that a resumed run reuses it."""
-    config, label = preset_for(framework, workload, preset_epochs)
-    config = config.replace(seed=base.seed, threads=base.threads, timeout_s=base.timeout_s,
-                            device=base.device)
-    return _stored_measurement(study, f"preset_measurement:{label}", workload, config, pool), label
-
-
-def _most_accurate(study: Any, k: int) -> list[Any]:
-    """The ``k`` most accurate COMPLETE trials that meet the study's constraints."""
-    from optuna.trial import TrialState
-
-    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-            if t.user_attrs.get("test_accuracy") is not None and t.user_attrs.get("config")
-            and all(v <= 0 for v in t.constraints.values())]
-    return sorted(done, key=lambda t: (-float(t.user_attrs["test_accuracy"]),
-                                       float(t.user_attrs.get("train_time_s") or 0.0), t.number))[:k]
-
-
-def _repeat_best(study: Any, workload: Any, k: int, pool: Any) -> list[dict[str, Any]]:
-    """Measure the ``k`` most accurate trials again with another seed (theirs + 1).
-
-    A search's best trial is partly luck: the most accurate of many noisy runs. Measured again,
-    its accuracy says how much; the pairs give the workload's own seed noise, which
-    :func:`dltune.recommend` uses for the configurations measured on it. Each repeat is stored
-    on the study (``repeat_measurement:<trial>``), so a resumed call measures only new ones.
-    """
-    rows = []
-    for trial in _most_accurate(study, k):
-        config = TrainConfig.from_dict(trial.user_attrs["config"])
-        record = _stored_measurement(study, f"repeat_measurement:{trial.number}", workload,
-                                     config.replace(seed=config.seed + 1), pool,
-                                     trial.user_attrs.get("startup_env"))
-        metrics = record.metrics if record.ok else {}
-        rows.append({
-            "trial": trial.number,
-            "seed": record.config.get("seed"),
-            "status": record.status,
-            "accuracy": trial.user_attrs["test_accuracy"],
-            "accuracy_again": metrics.get("test_accuracy"),
-            "train_time_s": trial.user_attrs.get("train_time_s"),
-            "train_time_again_s": metrics.get("train_time_s"),
-            "peak_rss_mb": trial.user_attrs.get("peak_rss_mb"),
-            "peak_rss_again_mb": metrics.get("peak_rss_mb"),
-        })
-    return rows
-
-
-def _compare(result: StudyResult, preset: Measurement, label: str) -> dict[str, Any] | None:
-    acc = preset.metrics.get("test_accuracy") if preset.ok else None
-    secs = preset.metrics.get("train_time_s") if preset.ok else None
-    front = [t for t in result.pareto if t.accuracy is not None and t.train_time_s is not None]
-    if not front:
-        return None
-    good = [t for t in front if acc is not None and t.accuracy >= acc]
-    chosen = min(good, key=lambda t: t.train_time_s) if good else max(front, key=lambda t: t.accuracy)
-    return {
-        "preset_label": label,
-        "preset_status": preset.status,
-        "preset_accuracy": acc,
-        "preset_train_time_s": secs,
-        "preset_epochs": preset.config.get("epochs"),
-        "trial": chosen.number,
-        "accuracy": chosen.accuracy,
-        "train_time_s": chosen.train_time_s,
-        "speedup": (secs / chosen.train_time_s) if secs and chosen.train_time_s else None,
-        "accuracy_gain_pts": None if acc is None else 100 * (chosen.accuracy - acc),
-        "matches_preset": bool(good),
-    }
 
 
 def _study_result(study: Any, spec: StudySpec) -> StudyResult:
@@ -297,7 +179,8 @@ def tune(
         warm_start: first try the configurations :func:`dltune.recommend` proposes.
         enqueue: configurations (TrainConfig, dicts, or objects with ``.config``) to try first,
             in every framework's study (their ``framework`` field is ignored).
-        compare_preset: also measure each framework's default preset for comparison.
+        compare_preset: also measure each framework's own default preset for comparison
+            (:func:`dltune.config.default_preset`; resolved before the search starts).
         preset_epochs: cap the preset's epochs (the label then says so).
         repeat_best: measure the K most accurate trials (that meet the constraints) once more
             with another seed (theirs + 1), after the search: how much of their accuracy was
@@ -327,6 +210,9 @@ def tune(
     names = _frameworks(frameworks)
     url = storage or default_storage_url()
     wl = as_workload(workload, model)
+    # Resolved before any study is made: a preset that cannot be resolved stops the call before any
+    # trial, not after the search.
+    presets = {fw: preset_for(fw, wl, preset_epochs) for fw in names} if compare_preset else {}
     hw = _hardware(hardware)
     full_space = as_space(space, hw.usable_cores)
     if full_space.cores > hw.usable_cores:
@@ -352,6 +238,9 @@ def tune(
         pruner_name = "median" if [o.name for o in objs] == ["accuracy"] else "none"
     else:
         pruner_name = pruner if isinstance(pruner, str) else type(pruner).__name__
+    # Checked before the storage is opened: a wrong name must not leave a new database behind.
+    check_sampler(sampler)
+    check_pruner(pruner)
     storage_obj = open_storage(url)
     if pool is None:
         from dltune.runtime import WorkerPool
@@ -384,7 +273,7 @@ def tune(
                 _run_workers(study, url, n_trials, workers, timeout, progress, fw)
             result = _study_result(study, spec)
             if compare_preset and result.pareto:
-                record, label = _measure_preset(study, wl, fw, spec.base, preset_epochs, pool)
+                record, label = _measure_preset(study, wl, presets[fw], spec.base, pool)
                 result.preset = record
                 result.comparison = _compare(result, record, label)
             if repeat_best:
@@ -394,141 +283,3 @@ def tune(
         if own_pool:
             pool.close()
     return TuneResult(storage=mask_url(url), studies=results)
-
-
-def max_runs_for(n_trials: int) -> int:
-    """Trials one process may run for a target of ``n_trials`` complete ones."""
-    return 3 * n_trials + 10
-
-
-def _bar(study: Any, total: int, desc: str, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=min(total, counts(study).get("COMPLETE", 0)), desc=desc,
-                unit="trial", file=sys.stderr, leave=True)
-
-
-def _run_here(study: Any, storage: Any, spec: StudySpec, n_trials: int, timeout: float | None,
-              pool: Any, progress: bool) -> int:
-    from dltune.tuning._loop import run_trials
-
-    runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
-                         spec.constraints, prune=spec.pruner not in ("none", "NopPruner"),
-                         storage=storage, pool=pool)
-    bar = _bar(study, n_trials, spec.framework, progress)
-
-    def on_trial(trial: Any) -> None:
-        if bar is not None:
-            done = min(n_trials, counts(study).get("COMPLETE", 0))
-            bar.update(done - bar.n)
-            bar.set_postfix_str(f"last: #{trial.number} {trial.state.name.lower()}")
-
-    try:
-        with SQLiteWriters(storage.url):
-            return run_trials(study, runner, n_trials, storage=storage, timeout=timeout,
-                              on_trial=on_trial, max_runs=max_runs_for(n_trials))
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: float | None,
-                 progress: bool, framework: str) -> None:
-    """Start ``workers`` local ``dltune worker`` processes on the study and wait for them."""
-    from dltune.tuning._storage import _scrub
-
-    env = dict(os.environ)
-    env["DLTUNE_STORAGE"] = url  # the password travels in the environment, never in argv
-    logs = Path(tempfile.mkdtemp(prefix="dltune-workers-"))
-    procs = []
-    for i in range(workers):
-        cmd = [sys.executable, "-m", "dltune.cli", "worker", "--study", study.study_name,
-               "--n-trials", str(n_trials), "--seed-offset", str(i), "--quiet"]
-        if timeout is not None:
-            cmd += ["--timeout", str(timeout)]
-        log = open(logs / f"worker-{i}.log", "wb")
-        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-    bar = _bar(study, n_trials, f"{framework} x{workers}", progress)
-    try:
-        while any(p.poll() is None for p, _ in procs):
-            if bar is not None:
-                bar.update(min(n_trials, counts(study).get("COMPLETE", 0)) - bar.n)
-            time.sleep(1.0)
-        if bar is not None:
-            bar.update(min(n_trials, counts(study).get("COMPLETE", 0)) - bar.n)
-    except BaseException:
-        for p, _ in procs:
-            p.terminate()
-        raise
-    finally:
-        for _, log in procs:
-            log.close()
-        if bar is not None:
-            bar.close()
-    failed = [(i, p.returncode) for i, (p, _) in enumerate(procs) if p.returncode != 0]
-    if failed:
-        i, code = failed[0]
-        tail = (logs / f"worker-{i}.log").read_text(errors="replace").strip().splitlines()[-3:]
-        raise DltuneError(f"{len(failed)} of {workers} workers failed (worker {i}: exit {code}; "
-                          f"logs in {logs}): " + _scrub(" | ".join(tail), url))
-    shutil.rmtree(logs, ignore_errors=True)
-
-
-def run_worker(
-    study: str,
-    storage: str | None = None,
-    n_trials: int | None = None,
-    *,
-    timeout: float | None = None,
-    seed_offset: int = 0,
-    any_hardware: bool = False,
-    progress: bool = False,
-) -> dict[str, Any]:
-    """Join an existing study and run trials until it holds ``n_trials`` COMPLETE ones.
-
-    ``n_trials`` is the study's total target (the one ``tune`` stored, by default), so any
-    number of workers together stop at exactly that many completed trials.
-    """
-    import optuna
-
-    url = require_database(storage or default_storage_url(),
-                           "a worker joins a study that 'dltune tune' created there")
-    storage_obj = open_storage(url)
-    try:
-        loaded = optuna.load_study(study_name=study, storage=storage_obj)
-    except KeyError:
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
-        raise ParameterError(
-            f"No study named {study!r} in {mask_url(url)}. Studies there: "
-            f"{', '.join(names) if names else 'none'}."
-        ) from None
-    spec = load_study_spec(loaded, cores_check=not any_hardware)
-    target = spec.n_trials if n_trials is None else check_int("n_trials", n_trials, 1, 100000)
-    seed = None if spec.seed is None else spec.seed + 7919 * int(seed_offset)
-    loaded = optuna.load_study(
-        study_name=study,
-        storage=storage_obj,
-        sampler=build_sampler(spec.sampler, seed),
-        # A pruner object given to tune() is stored by class name; workers rebuild only named ones.
-        pruner=build_pruner(spec.pruner if spec.pruner in PRUNERS else "none", len(spec.objectives)),
-    )
-    from dltune.runtime import WorkerPool
-    from dltune.tuning._loop import run_trials
-
-    with WorkerPool(max_workers=3) as pool, SQLiteWriters(url):
-        runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
-                             spec.constraints, prune=spec.pruner != "none", storage=storage_obj,
-                             pool=pool)
-        bar = _bar(loaded, target, spec.framework, progress)
-        try:
-            ran = run_trials(loaded, runner, target, storage=storage_obj, timeout=timeout,
-                             max_runs=max_runs_for(target),
-                             on_trial=(lambda t: bar.update(min(target, counts(loaded).get("COMPLETE", 0)) - bar.n))
-                             if bar is not None else None)
-        finally:
-            if bar is not None:
-                bar.close()
-    return {"study": study, "storage": mask_url(url), "ran": ran, "counts": counts(loaded),
-            "target": target}

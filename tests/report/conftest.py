@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dltune.config import ThreadConfig
+from dltune.config import ThreadConfig, default_preset
 from dltune.measure import Measurement
-from dltune.study import StudyRecord, own_preset, preset_config, study_presets
+from dltune.study import StudyRecord, preset_config, study_presets
 from dltune.study._plan import thread_variants
 
 FRAMEWORKS = ("torch", "tensorflow", "mxnet", "theano")
@@ -47,12 +47,12 @@ def make_records() -> list[StudyRecord]:
     for i, fw in enumerate(FRAMEWORKS):
         for preset in study_presets():
             config = preset_config(preset, fw).replace(epochs=min(preset_config(preset, fw).epochs, 5))
-            own = preset == own_preset(fw)
+            own = preset == default_preset(fw)
             acc = 0.90 + 0.02 * i if own else 0.40 + 0.1 * study_presets().index(preset) + 0.01 * i
             phases = ["defaults", "cross_defaults", "sweep:batch_size", "sweep:learning_rate",
                       "sweep:epochs", "threads"] if own else ["cross_defaults"]
             recs.append(_record(config, phases, f"{fw} with {preset} defaults", accuracy=acc))
-        base = preset_config(own_preset(fw), fw).replace(epochs=5)
+        base = preset_config(default_preset(fw), fw).replace(epochs=5)
         for b in (16, 64, 256):
             recs.append(_record(base.replace(batch_size=b), ["sweep:batch_size"], f"{fw} batch {b}"))
         for lr in (0.005, 0.5):

@@ -7,14 +7,14 @@ from collections import Counter
 import pytest
 
 from dltune._errors import ParameterError
-from dltune.config import TrainConfig
+from dltune.config import TrainConfig, default_preset
 from dltune.study import (
     MXNET_GLUON_DEFAULTS,
     CostModel,
     config_key,
-    own_preset,
     plan_study,
     preset_config,
+    run_study,
     study_presets,
 )
 from dltune.study._plan import thread_variants
@@ -30,15 +30,41 @@ def _plan(budget_s: float, frameworks=FWS, **kw):
 
 def test_presets_and_own_defaults():
     assert study_presets("mnist") == ["caffe", "tensorflow", "theano", "torch", "mxnet"]
-    assert own_preset("torch") == "torch" and own_preset("mxnet") == "mxnet"
-    assert own_preset("pytensor") == "theano" and own_preset("numpy") == "torch"
-    assert own_preset("theano", "cifar10") == "caffe"
+    assert study_presets("cifar10") == ["caffe", "tensorflow", "torch"]
     mx = preset_config("mxnet", "tensorflow")
     assert mx.framework == "tensorflow" and mx.preset_name == "mxnet"
     assert (mx.batch_size, mx.learning_rate, mx.epochs, mx.optimizer) == (
         MXNET_GLUON_DEFAULTS["batch_size"], 0.1, 10, "momentum")
     caffe_on_tf = preset_config("caffe", "tensorflow")
     assert caffe_on_tf.framework == "tensorflow" and caffe_on_tf.lr_schedule == "inv"
+
+
+def test_own_defaults_are_default_preset_s_the_ones_the_knowledge_base_measured():
+    own = {r.config.framework: r.config.preset_name for r in _plan(3600, epoch_cap=5).in_phase("defaults")}
+    # MXNet's are Caffe's; its Gluon example's defaults are the matrix's "mxnet" column.
+    assert own == {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "caffe", "theano": "theano"}
+    cifar = _plan(3600, frameworks=["theano", "pytensor", "numpy"], epoch_cap=5, dataset_kind="cifar10")
+    assert {r.config.preset_name for r in cifar.in_phase("defaults")} == {"caffe"}
+
+
+def test_a_colour_data_set_is_planned_with_cifar10_presets_whatever_its_name(tmp_path, monkeypatch):
+    from dltune.study import _run
+
+    class Planned(Exception):
+        pass
+
+    seen = {}
+
+    def capture(*args, **kwargs):
+        seen.update(kwargs)
+        raise Planned
+
+    monkeypatch.setattr(_run, "plan_study", capture)
+    data = {"n_train": 60, "n_test": 30, "height": 8, "width": 8, "channels": 3, "classes": 3}
+    with pytest.raises(Planned):
+        run_study("synthetic", model="mlp", frameworks="numpy", storage=f"sqlite:///{tmp_path}/s.db",
+                  tune=False, dataset_params=data, progress=False)
+    assert seen["dataset_kind"] == "cifar10"
 
 
 def test_cross_matrix_is_complete_and_deduplicated():
@@ -51,7 +77,7 @@ def test_cross_matrix_is_complete_and_deduplicated():
     for run in defaults:
         # the framework's own-defaults run is the diagonal of the matrix, measured once
         assert "cross_defaults" in run.phases
-        assert run.config.preset_name == own_preset(run.config.framework)
+        assert run.config.preset_name == default_preset(run.config.framework)
     keys = [r.key for r in plan.runs]
     assert len(keys) == len(set(keys))
     assert all(r.config.epochs <= 5 for r in plan.runs)
@@ -64,7 +90,7 @@ def test_sweeps_vary_one_parameter_around_the_defaults():
         by_fw = Counter(r.config.framework for r in runs)
         assert set(by_fw) == set(FWS) and min(by_fw.values()) >= 2
         for run in runs:
-            base = preset_config(own_preset(run.config.framework), run.config.framework)
+            base = preset_config(default_preset(run.config.framework), run.config.framework)
             base = base.replace(epochs=min(base.epochs, 5))
             differing = {k for k, v in run.config.to_dict().items() if base.to_dict()[k] != v}
             assert differing <= {param}

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import optuna
+import pytest
 
+from dltune._errors import ParameterError
 from dltune.config import TrainConfig
 from dltune.measure import Measurement
-from dltune.study import StudyStore, load_storage_records, record_from_attrs
+from dltune.measure._codec import decode_record
+from dltune.study import StudyRecord, StudyStore, load_storage_records
 
 
 def _measurement(ok: bool = True, **config) -> Measurement:
@@ -53,9 +56,34 @@ def test_tuning_trials_are_read_as_the_tune_phase(tmp_path):
     attrs = {f"measurement.{i}": c for i, c in enumerate(chunks)}
     attrs["measurement.chunks"] = len(chunks)
     study.add_trial(optuna.trial.create_trial(values=[0.9, 1.5], user_attrs=attrs))
-    assert record_from_attrs(attrs).config["batch_size"] == 16
-    assert record_from_attrs({"record": json.loads(text)}).config["batch_size"] == 16
-    assert record_from_attrs({}) is None
+    assert decode_record(attrs).config["batch_size"] == 16
+    assert decode_record({"record": json.loads(text)}).config["batch_size"] == 16
+    assert decode_record({}) is None
     (rec,) = load_storage_records(url, ["digits-mlp"])
     assert rec.phases == ["tune"] and rec.source == "dltune:digits-mlp:numpy:t"
     assert load_storage_records(url, ["other-workload"]) == []
+
+
+def test_a_record_whose_study_field_is_no_dict_is_refused_naming_the_field():
+    data = _measurement().to_dict()
+    assert StudyRecord.from_dict(dict(data, study={"phases": ["defaults"]})).phases == ["defaults"]
+    for study, field in (("defaults", "'study'"), (["defaults"], "'study'"), ({"phases": 5}, "'study.phases'")):
+        with pytest.raises(ParameterError, match=f"The {field} field of a study record must be"):
+            StudyRecord.from_dict(dict(data, study=study))
+
+
+def test_a_password_a_driver_error_quotes_alone_is_hidden(monkeypatch):
+    """The driver's message may quote the password without the URL around it."""
+    import dltune.tuning._storage as storage
+
+    url = "postgresql://dltune:pa@ss99Q@db.example:5432/dltune"
+
+    def refuse(**kwargs):
+        raise RuntimeError('FATAL: password "pa@ss99Q" authentication failed for user "dltune"')
+
+    monkeypatch.setattr(storage, "open_storage", lambda *args, **kwargs: object())
+    monkeypatch.setattr(optuna, "get_all_study_names", refuse)
+    with pytest.raises(ParameterError) as refused:
+        load_storage_records(url)
+    assert "pa@ss99Q" not in str(refused.value) and "ss99Q" not in str(refused.value)
+    assert 'password "***" authentication failed' in str(refused.value)

@@ -6,7 +6,7 @@ import pytest
 
 from dltune.measure import Measurement
 from dltune.tuning import StudyResult, TrialSummary, TuneResult
-from dltune.tuning._tune import _compare, preset_for
+from dltune.tuning._study_measurements import _compare, preset_for
 
 
 def _summary(number, accuracy, seconds):
@@ -89,7 +89,7 @@ def test_the_trials_measured_again_are_the_most_accurate_feasible_ones():
     import optuna
     from optuna.trial import TrialState, create_trial
 
-    from dltune.tuning._tune import _most_accurate
+    from dltune.tuning._study_measurements import _most_accurate
 
     def trial(accuracy, seconds, feasible=True, state=TrialState.COMPLETE):
         return create_trial(

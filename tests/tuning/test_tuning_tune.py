@@ -119,6 +119,19 @@ def test_tune_rejects_bad_arguments(tiny_workload, tmp_path):
         tune(tiny_workload, frameworks="numpy", hardware=alien, storage=url)
 
 
+
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), float("inf")])
+def test_a_worker_refuses_a_timeout_tune_refuses(tmp_path, timeout):
+    """run_worker took any timeout (tune's check was its own)."""
+    from dltune.tuning import run_worker
+
+    with pytest.raises(ParameterError, match="The 'timeout' parameter must be a float in \\(0.0, inf\\)"):
+        tune("digits", frameworks="numpy", timeout=timeout, storage=f"sqlite:///{tmp_path}/t.db")
+    with pytest.raises(ParameterError, match="The 'timeout' parameter must be a float in \\(0.0, inf\\)"):
+        run_worker("any", f"sqlite:///{tmp_path}/missing.db", timeout=timeout)
+    assert list(tmp_path.iterdir()) == []
+
+
 _HANGING_TUNE = """
 import sys
 from dltune import Workload, tune
@@ -240,7 +253,7 @@ def test_pruned_trials_keep_partial_records_and_cannot_loop_forever(tiny_workloa
     import optuna
     from optuna.trial import TrialState
 
-    from dltune.tuning._tune import max_runs_for
+    from dltune.tuning._worker import max_runs_for
 
     url = f"sqlite:///{tmp_path}/p.db"
     always = optuna.pruners.ThresholdPruner(lower=1.1)  # no accuracy reaches 1.1: prune all
@@ -295,7 +308,7 @@ def test_repeat_best_measures_the_most_accurate_trials_again_once(tiny_workload,
 
     from dltune.measure import Measurement
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     url = f"sqlite:///{tmp_path}/r.db"
     res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=4, storage=url,

@@ -1,0 +1,174 @@
+"""Running a study's trials: in this process, in local ``dltune worker`` processes, or as a
+worker that joins a study ``tune`` created (:func:`run_worker`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from dltune._errors import DltuneError, ParameterError
+from dltune._validation import check_float, check_int
+from dltune.tuning._objective import TrialRunner
+from dltune.tuning._storage import (
+    SQLiteWriters,
+    default_storage_url,
+    mask_url,
+    open_storage,
+    require_database,
+)
+from dltune.tuning._study import (
+    PRUNERS,
+    StudySpec,
+    build_pruner,
+    build_sampler,
+    counts,
+    load_study_spec,
+)
+
+__all__ = ["run_worker"]
+
+
+def max_runs_for(n_trials: int) -> int:
+    """Trials one process may run for a target of ``n_trials`` complete ones."""
+    return 3 * n_trials + 10
+
+
+def _bar(study: Any, total: int, desc: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=min(total, counts(study).get("COMPLETE", 0)), desc=desc,
+                unit="trial", file=sys.stderr, leave=True)
+
+
+def _run_here(study: Any, storage: Any, spec: StudySpec, n_trials: int, timeout: float | None,
+              pool: Any, progress: bool) -> int:
+    from dltune.tuning._loop import run_trials
+
+    runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
+                         spec.constraints, prune=spec.pruner not in ("none", "NopPruner"),
+                         storage=storage, pool=pool)
+    bar = _bar(study, n_trials, spec.framework, progress)
+
+    def on_trial(trial: Any) -> None:
+        if bar is not None:
+            done = min(n_trials, counts(study).get("COMPLETE", 0))
+            bar.update(done - bar.n)
+            bar.set_postfix_str(f"last: #{trial.number} {trial.state.name.lower()}")
+
+    try:
+        with SQLiteWriters(storage.url):
+            return run_trials(study, runner, n_trials, storage=storage, timeout=timeout,
+                              on_trial=on_trial, max_runs=max_runs_for(n_trials))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: float | None,
+                 progress: bool, framework: str) -> None:
+    """Start ``workers`` local ``dltune worker`` processes on the study and wait for them."""
+    from dltune.tuning._storage import _scrub
+
+    env = dict(os.environ)
+    env["DLTUNE_STORAGE"] = url  # the password travels in the environment, never in argv
+    logs = Path(tempfile.mkdtemp(prefix="dltune-workers-"))
+    procs = []
+    for i in range(workers):
+        cmd = [sys.executable, "-m", "dltune.cli", "worker", "--study", study.study_name,
+               "--n-trials", str(n_trials), "--seed-offset", str(i), "--quiet"]
+        if timeout is not None:
+            cmd += ["--timeout", str(timeout)]
+        log = open(logs / f"worker-{i}.log", "wb")
+        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    bar = _bar(study, n_trials, f"{framework} x{workers}", progress)
+    try:
+        while any(p.poll() is None for p, _ in procs):
+            if bar is not None:
+                bar.update(min(n_trials, counts(study).get("COMPLETE", 0)) - bar.n)
+            time.sleep(1.0)
+        if bar is not None:
+            bar.update(min(n_trials, counts(study).get("COMPLETE", 0)) - bar.n)
+    except BaseException:
+        for p, _ in procs:
+            p.terminate()
+        raise
+    finally:
+        for _, log in procs:
+            log.close()
+        if bar is not None:
+            bar.close()
+    failed = [(i, p.returncode) for i, (p, _) in enumerate(procs) if p.returncode != 0]
+    if failed:
+        i, code = failed[0]
+        tail = (logs / f"worker-{i}.log").read_text(errors="replace").strip().splitlines()[-3:]
+        raise DltuneError(f"{len(failed)} of {workers} workers failed (worker {i}: exit {code}; "
+                          f"logs in {logs}): " + _scrub(" | ".join(tail), url))
+    shutil.rmtree(logs, ignore_errors=True)
+
+
+def run_worker(
+    study: str,
+    storage: str | None = None,
+    n_trials: int | None = None,
+    *,
+    timeout: float | None = None,
+    seed_offset: int = 0,
+    any_hardware: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Join an existing study and run trials until it holds ``n_trials`` COMPLETE ones.
+
+    ``n_trials`` is the study's total target (the one ``tune`` stored, by default), so any
+    number of workers together stop at exactly that many completed trials.
+    """
+    import optuna
+
+    if timeout is not None:
+        check_float("timeout", timeout, 0.0, None, low_open=True)
+    url = require_database(storage or default_storage_url(),
+                           "a worker joins a study that 'dltune tune' created there")
+    storage_obj = open_storage(url)
+    try:
+        loaded = optuna.load_study(study_name=study, storage=storage_obj)
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
+        raise ParameterError(
+            f"No study named {study!r} in {mask_url(url)}. Studies there: "
+            f"{', '.join(names) if names else 'none'}."
+        ) from None
+    spec = load_study_spec(loaded, cores_check=not any_hardware)
+    target = spec.n_trials if n_trials is None else check_int("n_trials", n_trials, 1, 100000)
+    seed = None if spec.seed is None else spec.seed + 7919 * int(seed_offset)
+    loaded = optuna.load_study(
+        study_name=study,
+        storage=storage_obj,
+        sampler=build_sampler(spec.sampler, seed),
+        # A pruner object given to tune() is stored by class name; workers rebuild only named ones.
+        pruner=build_pruner(spec.pruner if spec.pruner in PRUNERS else "none", len(spec.objectives)),
+    )
+    from dltune.runtime import WorkerPool
+    from dltune.tuning._loop import run_trials
+
+    with WorkerPool(max_workers=3) as pool, SQLiteWriters(url):
+        runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
+                             spec.constraints, prune=spec.pruner != "none", storage=storage_obj,
+                             pool=pool)
+        bar = _bar(loaded, target, spec.framework, progress)
+        try:
+            ran = run_trials(loaded, runner, target, storage=storage_obj, timeout=timeout,
+                             max_runs=max_runs_for(target),
+                             on_trial=(lambda t: bar.update(min(target, counts(loaded).get("COMPLETE", 0)) - bar.n))
+                             if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+    return {"study": study, "storage": mask_url(url), "ran": ran, "counts": counts(loaded),
+            "target": target}
