@@ -16,6 +16,7 @@ import argparse
 
 import dltune
 from dltune.recommend import recommend
+from dltune.recommend._policy import DEFAULT_POLICY
 from dltune.recommend._recommend import _resolve_workload
 from dltune.surrogate import fitted_model
 
@@ -41,9 +42,9 @@ def main() -> None:
         workload = dltune.Workload.from_name(dataset, model, **params)
         rec = recommend(workload, storage=None)
         point, low, high = rec.predicted["train_time_s"]
-        _, _, meta = _resolve_workload(workload, None, plain)
+        _, _, meta, _ = _resolve_workload(workload, None, plain)
         row = {"meta": meta, "hardware": hw, "config": rec.config.to_dict(), "fresh": True}
-        pred, _ = plain.widen(plain.predict([row]), meta, hw)
+        pred, _ = plain.widen(plain.predict([row]), meta, hw, DEFAULT_POLICY)
         p0, l0, h0 = (float(pred[k][0]) for k in ("train_time_s", "train_time_s_low", "train_time_s_high"))
         m0, ml0, mh0 = (float(pred[k][0]) for k in ("peak_rss_mb", "peak_rss_mb_low", "peak_rss_mb_high"))
         mem, mem_low, mem_high = rec.predicted["peak_rss_mb"]

@@ -47,7 +47,7 @@ def main() -> None:
     from dltune.kb import build_kb, shipped_calibration_paths, shipped_kb_path
     from dltune.kb._store import read_jsonl
     from dltune.kb._suite import SUITES
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._machines import machine_key
 
     check_int("configs", args.configs, 1, 24)
     reference = SUITES["reference"]

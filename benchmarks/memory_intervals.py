@@ -22,7 +22,8 @@ def main() -> None:
     from dltune.kb._store import load_shipped_records
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import ran_in_new_process
-    from dltune.surrogate._model import machine_key, reference_machine, workload_label
+    from dltune.surrogate._machines import machine_key, reference_machine
+    from dltune.surrogate._records import workload_label
 
     data = usable_records(load_shipped_records())
     machines = [machine_key(d["hardware"]) for d in data]

@@ -26,7 +26,7 @@ def main() -> None:
     from dltune.kb._store import load_shipped_records
     from dltune.measure import load_records
     from dltune.surrogate import PerformanceModel, usable_records
-    from dltune.surrogate._model import measured_key, workload_key
+    from dltune.surrogate._seed_noise import measured_key, workload_key
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", help="a JSONL file of records (default: the shipped knowledge base)")

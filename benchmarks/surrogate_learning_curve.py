@@ -31,9 +31,10 @@ def main() -> None:
     from dltune.kb import read_jsonl, shipped_kb_path
     from dltune.kb._store import load_shipped_records
     from dltune.surrogate import PerformanceModel, record_row, usable_records
-    from dltune.surrogate._estimators import workload_ranks
+    from dltune.surrogate._accuracy import workload_ranks
     from dltune.surrogate._features import FeatureEncoder
-    from dltune.surrogate._model import epochs_ran, machine_key, reference_machine, workload_label
+    from dltune.surrogate._machines import machine_key, reference_machine
+    from dltune.surrogate._records import epochs_ran, workload_label
 
     data = usable_records(load_shipped_records())
     rows = [record_row(d) for d in data]

@@ -24,6 +24,7 @@ import dltune
 from dltune.config import ThreadConfig, TrainConfig, usable_cores
 from dltune.kb import calibrate_machine
 from dltune.kb._store import read_jsonl
+from dltune.recommend._policy import DEFAULT_POLICY
 from dltune.recommend._recommend import _config_features, _resolve_workload
 from dltune.surrogate import fitted_model
 
@@ -57,7 +58,7 @@ def main() -> None:
     with_all = fitted_model(records=records, storage=None, calibration=False)
     without = fitted_model(records=[e for e in records if e not in wide], storage=None, calibration=False)
     workload = dltune.Workload.from_name("digits", "lenet")
-    _, _, meta = _resolve_workload(workload, None, with_all)
+    _, _, meta, _ = _resolve_workload(workload, None, with_all)
     print(f"{len(records)} calibration runs, {len(wide)} of them with all {cores} cores")
     print("framework | threads | measured s | with all-cores runs [interval] | measured / predicted | "
           "without them, hedged [interval] | measured / predicted | flagged without")
@@ -73,7 +74,7 @@ def main() -> None:
             cells = []
             for model in (with_all, without):
                 pred, _ = model.hedge_threads(model.predict([row]), [row], hardware)
-                pred, _ = model.widen(pred, meta, hardware)
+                pred, _ = model.widen(pred, meta, hardware, DEFAULT_POLICY)
                 cells.append(tuple(float(pred[k][0]) for k in ("train_time_s", "train_time_s_low",
                                                                 "train_time_s_high")))
             (a, al, ah), (b, bl, bh) = cells

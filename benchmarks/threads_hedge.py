@@ -21,6 +21,7 @@ from pathlib import Path
 
 import dltune
 from dltune.config import ThreadConfig, TrainConfig
+from dltune.recommend._policy import DEFAULT_POLICY
 from dltune.recommend._recommend import _config_features, _resolve_workload
 from dltune.surrogate import fitted_model
 
@@ -34,7 +35,7 @@ def main() -> None:
     plain = fitted_model(storage=None)
     calibrated = fitted_model(records=[str(DATA / "records.jsonl")], storage=None)
     workload = dltune.Workload.from_name("digits", "lenet")
-    _, _, meta = _resolve_workload(workload, None, calibrated)
+    _, _, meta, _ = _resolve_workload(workload, None, calibrated)
     print(f"{hardware['cpu_model']}, {hardware['usable_cores']} cores; digits LeNet, Adam, lr 0.002294, "
           "batch 256, 6 epochs")
     print("threads | measured s | uncalibrated [interval] | calibrated, extrapolated | "
@@ -48,7 +49,7 @@ def main() -> None:
             pred = model.predict([row])
             if hedge:
                 pred, _ = model.hedge_threads(pred, [row], hardware)
-            pred, _ = model.widen(pred, meta, hardware)
+            pred, _ = model.widen(pred, meta, hardware, DEFAULT_POLICY)
             cells.append(tuple(float(pred[k][0]) for k in ("train_time_s", "train_time_s_low",
                                                             "train_time_s_high")))
         (u, ul, uh), (e, _, _), (h, hl, hh) = cells

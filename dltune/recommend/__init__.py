@@ -7,18 +7,15 @@ import sys
 import types
 
 from dltune.recommend._candidates import candidate_configs
-from dltune.recommend._recommend import (
-    OBJECTIVES,
-    Candidate,
-    Recommendation,
-    alternatives_of,
-    pareto_front,
-    pick,
-    recommend,
-)
+from dltune.recommend._pipeline import ScoredCandidates, score_candidates
+from dltune.recommend._policy import RecommendPolicy
+from dltune.recommend._recommend import RECOMMEND_CONSTRAINTS, RECOMMEND_OBJECTIVES, recommend
+from dltune.recommend._result import Candidate, Recommendation
+from dltune.recommend._select import alternatives_of, pareto_front, pick
 
-__all__ = ["OBJECTIVES", "Candidate", "Recommendation", "alternatives_of", "candidate_configs",
-           "pareto_front", "pick", "recommend"]
+__all__ = ["RECOMMEND_CONSTRAINTS", "RECOMMEND_OBJECTIVES", "Candidate", "Recommendation",
+           "RecommendPolicy", "ScoredCandidates", "alternatives_of", "candidate_configs",
+           "pareto_front", "pick", "recommend", "score_candidates"]
 
 
 class _CallablePackage(types.ModuleType):

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
+from dltune.recommend._policy import DEFAULT_POLICY, RecommendPolicy
 
 __all__ = ["candidate_configs", "candidate_threads", "measured_candidates"]
 
-_BATCHES = (16, 32, 64, 128, 256)
 _FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
@@ -23,14 +23,15 @@ def _threads(n: int, usable: int) -> ThreadConfig:
     return ThreadConfig(intra_op=n, inter_op=1, blas=n, cores=n)
 
 
-def candidate_threads(usable_cores: int) -> list[ThreadConfig]:
-    """The thread settings candidates try: 1 thread, 2 (the most the shipped knowledge base
-    measured) and every usable core."""
-    return [_threads(n, usable_cores) for n in sorted({1, min(2, usable_cores), usable_cores})]
+def candidate_threads(usable_cores: int, policy: RecommendPolicy = DEFAULT_POLICY) -> list[ThreadConfig]:
+    """The thread settings candidates try: ``policy.candidate_threads`` (1, and 2: the most the
+    shipped knowledge base measured), capped at the usable cores, and every usable core."""
+    counts = {min(n, usable_cores) for n in policy.candidate_threads} | {usable_cores}
+    return [_threads(n, usable_cores) for n in sorted(counts)]
 
 
-def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str],
-                        usable_cores: int) -> tuple[list[TrainConfig], list[int]]:
+def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str], usable_cores: int,
+                        policy: RecommendPolicy = DEFAULT_POLICY) -> tuple[list[TrainConfig], list[int]]:
     """Configurations measured on the workload (``PerformanceModel.measured_runs``) as
     candidates: each of the requested frameworks' CPU ones once per thread setting; and which
     measured configuration each candidate is."""
@@ -41,7 +42,7 @@ def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str],
             continue
         # Fields this TrainConfig knows (a record of another dltune version may hold others).
         base = TrainConfig.from_dict({k: v for k, v in config.items() if k in _FIELDS})
-        for threads in candidate_threads(usable_cores):
+        for threads in candidate_threads(usable_cores, policy):
             configs.append(base.replace(threads=threads))
             which.append(i)
     return configs, which
@@ -51,27 +52,30 @@ def candidate_configs(
     frameworks: list[str],
     usable_cores: int,
     epochs_range: tuple[int, int],
-    n_per_framework: int = 160,
     dataset_kind: str = "mnist",
     seed: int = 0,
+    *,
+    policy: RecommendPolicy = DEFAULT_POLICY,
 ) -> list[TrainConfig]:
     """A grid over optimizer x batch size x epochs x threads, times a few learning rates, plus presets.
 
     The grid is deterministic so that repeated calls recommend the same thing; learning rates are
-    spread over each optimizer's log range by a seeded low-discrepancy sequence.
+    spread over each optimizer's log range by a seeded low-discrepancy sequence. Its batch sizes,
+    epoch counts, thread counts and size are ``policy``'s (:class:`RecommendPolicy`).
     """
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
-    epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, 4).round().astype(int).tolist()})
-    threads = candidate_threads(usable_cores)
-    per_cell = max(1, n_per_framework // (len(OPTIMIZERS) * len(_BATCHES) * len(epochs) * len(threads)))
+    epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, policy.candidate_epochs).round().astype(int).tolist()})
+    threads = candidate_threads(usable_cores, policy)
+    batches = policy.candidate_batches
+    per_cell = max(1, policy.grid_per_framework // (len(OPTIMIZERS) * len(batches) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []
     for framework in frameworks:
         for optimizer in OPTIMIZERS:
             lo, hi = LR_RANGES[optimizer]
             grid = (np.arange(3 * per_cell) + rng.random()) / (3 * per_cell)
             lrs = [round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))), 6) for u in grid]
-            for batch in _BATCHES:
+            for batch in batches:
                 for n_epochs in epochs:
                     for thread_config in threads:
                         for lr in lrs:

@@ -1,10 +1,10 @@
 """The accuracy surrogate fitted in a child process, beside the rest of the fit.
 
-``PerformanceModel.fit`` spends about half its time (6.9 of 14-15 s on 2 cores with the shipped
-knowledge base) on the accuracy surrogate, which nothing else in the fit reads. A second
-process fits it while the first fits the training-time and memory surrogates. Threads do not
-help: the trees are fitted on one OpenMP thread each (more spin on data this small), and a
-thread beside them took 17 s instead of 14 (docs/recommendation-history.md).
+``PerformanceModel.fit`` spends about half its time on the accuracy surrogate, which nothing
+else in the fit reads. A second process fits it while the first fits the training-time and
+memory surrogates. Threads do not help: the trees are fitted on one OpenMP thread each (more
+spin on data this small), and a thread beside them made the fit slower
+(docs/recommendation-history.md, "the accuracy surrogate fitted in a second process").
 
 The child is a fresh interpreter running :func:`_main` on ``FOLDER``, not a fork
 (the parent may hold OpenMP or framework threads) nor ``multiprocessing``'s spawn (which imports

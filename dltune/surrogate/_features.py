@@ -151,10 +151,8 @@ def hardware_vector(hardware: dict[str, Any]) -> np.ndarray:
 
 def _lr_position(optimizer: Any, learning_rate: Any) -> float:
     """Where a learning rate lies in its optimizer's usual range (``LR_RANGES``; 0 its low end,
-    1 its high end, log scale): rates of different optimizers are not comparable steps.
-    Leave-one-workload-out on the shipped knowledge base, the accuracy order with it: Spearman
-    0.75 mean (0.73 without), at least 0.8 on 16 of 34 workloads (14), regret 3.05 -> 1.15
-    points on the 20,000-sample MLP."""
+    1 its high end, log scale): rates of different optimizers are not comparable steps
+    (docs/recommendation.md, Surrogates)."""
     low, high = LR_RANGES.get(str(optimizer), (math.nan, math.nan))
     return (_log(learning_rate) - math.log(low)) / (math.log(high) - math.log(low))
 
@@ -166,9 +164,8 @@ def _step_per_sample(optimizer: Any, learning_rate: Any, momentum: float, batch:
     rate (its step does not grow with the gradient: another scale, which the optimizer columns
     tell apart).
 
-    The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``);
-    leave-one-workload-out figures in docs/recommendation-history.md (2026-12-05 18:45-19:40
-    UTC).
+    The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``;
+    docs/recommendation-history.md, "the step per sample for the accuracy point").
     """
     lr = _num(learning_rate)
     if optimizer == "momentum":

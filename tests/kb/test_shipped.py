@@ -49,7 +49,8 @@ def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines_or_
     those of the build machine's workloads. The second is a machine of the build machine's kind
     that ran them 1.2-1.6x as long two days later.)"""
     from dltune.kb import calibration_dir, shipped_calibration_paths
-    from dltune.surrogate._model import MIN_MACHINE_RECORDS, machine_key
+    from dltune.surrogate._calibration import MIN_MACHINE_RECORDS
+    from dltune.surrogate._machines import machine_key
 
     kb = {e["kb"]["key"]: e["started_at"] for e in read_jsonl(shipped_kb_path())}
     for path in shipped_calibration_paths():

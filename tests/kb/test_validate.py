@@ -7,7 +7,7 @@ import pytest
 
 from dltune._errors import ParameterError
 from dltune.kb import RecordStore, validate_kb
-from dltune.surrogate._model import workload_label
+from dltune.surrogate._records import workload_label
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def test_leave_one_workload_out_structure(tiny_kb):
     assert o["n"] == sum(r["n"] for r in report.workloads)
     # Interval coverage: accuracy over every run, memory over the runs in a new worker process.
     from dltune.surrogate._features import ran_in_new_process
-    from dltune.surrogate._model import display_name
+    from dltune.surrogate._records import display_name
 
     fresh = {}
     for r in records:
@@ -76,6 +76,29 @@ def test_leave_one_workload_out_structure(tiny_kb):
     json.dumps(report.to_dict())
 
 
+def test_held_out_configurations_are_hedged_as_recommend_hedges_them(tiny_kb, monkeypatch):
+    """kb validate scores what recommend answers: the held-out configurations pass through the
+    same hedges (threads, machines) before their times are scored and picked from."""
+    from dltune.surrogate import PerformanceModel
+
+    records = RecordStore(tiny_kb).records()
+    plain = validate_kb(records, calibrate=False)
+    calls = []
+
+    def hedge(self, pred, rows, hardware):  # every time 10x slower, as if another machine's
+        calls.append(len(rows))
+        out = dict(pred)
+        for key in ("train_time_s", "train_time_s_low", "train_time_s_high"):
+            out[key] = 10.0 * pred[key]
+        return out, ["a test's hedge"]
+
+    monkeypatch.setattr(PerformanceModel, "hedge_machines", hedge)
+    slowed = validate_kb(records, calibrate=False)
+    assert len(calls) >= len(slowed.workloads) == len(plain.workloads)
+    for before, after in zip(plain.workloads, slowed.workloads, strict=True):
+        assert after["train_time_mape_pct"] > max(100.0, before["train_time_mape_pct"])
+
+
 def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, monkeypatch):
     """A held-out workload unlike the others is flagged out of distribution, and its intervals
     are widened before they are scored or picked from, as recommend's are."""
@@ -99,8 +122,8 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     widened = []
     real_widen = PerformanceModel.widen
 
-    def widen(self, pred, meta, hardware, consensus=None):
-        out, notes = real_widen(self, pred, meta, hardware, consensus)
+    def widen(self, pred, meta, hardware, policy, consensus=None):
+        out, notes = real_widen(self, pred, meta, hardware, policy, consensus)
         if meta["n_train"] == n_train:
             widened.append((pred, out, notes))
         return out, notes
@@ -115,7 +138,7 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     # The accuracy intervals also reach the consensus band of the others, whose picks it ranks by.
     assert widened and all(notes[0] == "intervals 11.0x wider: the workload is unlike every measured one of its model"
                            for _, _, notes in widened)
-    # The scored intervals (the first call; the times of runs stopped early are asked again without).
+    # The scored intervals (the first call; the times of runs stopped early are asked again).
     assert widened[0][2][1:] == ["accuracy intervals reach the configuration's interval averaged over the "
                                  "measured workloads of its model"]
     for learnt, out, _ in widened:
@@ -140,6 +163,27 @@ def test_validation_needs_two_workloads(tiny_kb):
     with pytest.raises(ParameterError, match="must cover at least 2 workloads. Got 1 instead."):
         validate_kb(one)
 
+
+
+def test_calibration_files_are_read_before_any_fit(tiny_kb, tmp_path, monkeypatch, cli):
+    """A missing --calibrations file was read only after the 50 held-out fits (minutes)."""
+    from dltune.surrogate import PerformanceModel
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a held-out fit ran before the calibration files were read")
+
+    monkeypatch.setattr(PerformanceModel, "fit", no_fit)
+    records = RecordStore(tiny_kb).records()
+    missing = str(tmp_path / "missing.jsonl")
+    with pytest.raises(ParameterError, match=f"The 'calibrations' file {missing!r} does not exist."):
+        validate_kb(records, calibrations=[missing])
+    ints = tmp_path / "ints.json"
+    ints.write_text("[1, 2]")
+    with pytest.raises(ParameterError, match="must hold measurement records"):
+        validate_kb(records, calibrations=[str(ints)])
+    done = cli("kb", "validate", "--calibrations", missing, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"dltune kb: error: The 'calibrations' file {missing!r} does not exist."]
 
 def test_cli_validate_json(tiny_kb, cli):
     done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--json")
@@ -236,7 +280,8 @@ def _run(lr, seed, seconds, accuracy):
 
 
 def test_noise_floor_from_repeats():
-    from dltune.kb._validate import _noise, _repeat_pairs
+    from dltune.kb._validate_noise import noise_scores as _noise
+    from dltune.kb._validate_noise import repeat_pairs as _repeat_pairs
 
     runs = [_run(0.1, 0, 1.0, 0.90), _run(0.1, 1, 3.0, 0.92),
             _run(0.2, 0, 2.0, 0.80), _run(0.2, 1, 2.0, 0.78),
@@ -255,7 +300,8 @@ def test_noise_floor_from_repeats():
 
 
 def test_regret_floor_is_what_seed_noise_alone_costs_a_perfect_predictor():
-    from dltune.kb._validate import _noise, _regret_floor
+    from dltune.kb._validate_noise import noise_scores as _noise
+    from dltune.kb._validate_noise import regret_floor as _regret_floor
 
     clear = np.r_[0.95, np.linspace(0.5, 0.7, 39)]
     crowded = np.r_[0.95, np.full(39, 0.94)]
@@ -276,7 +322,8 @@ def test_regret_floor_is_what_seed_noise_alone_costs_a_perfect_predictor():
 def test_the_ceiling_counts_the_ties_a_predictor_of_expected_accuracy_cannot_make():
     """Repeats that agree leave no noise, yet 36 runs at exactly 100 % tie where expected
     accuracies differ: no predictor without ties orders them better than the ceiling says."""
-    from dltune.kb._validate import _noise, _spearman
+    from dltune.kb._validate_noise import noise_scores as _noise
+    from dltune.kb._validate_noise import spearman as _spearman
 
     agree = [_run(lr, seed, 1.0, 1.0) for lr in (0.1, 0.2) for seed in (0, 1)]
     accuracy = np.r_[np.linspace(0.5, 0.9, 4), np.ones(36)]
@@ -306,8 +353,9 @@ def test_own_runs_are_drawn_per_configuration_and_left_out_of_the_scores(tiny_kb
     """``own_runs``: k configurations of the held-out workload drawn at random, one run of each
     fitted on; every run of those configurations (at any thread count, as recommend's measured
     candidates count them) left out of the scores."""
-    from dltune.kb._validate import _by_config, _own_runs
-    from dltune.surrogate._model import measured_key
+    from dltune.kb._validate import _own_runs
+    from dltune.kb._validate_noise import by_config as _by_config
+    from dltune.surrogate._seed_noise import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     label = workload_label(records[0])
@@ -339,7 +387,7 @@ def test_own_runs_are_drawn_per_configuration_and_left_out_of_the_scores(tiny_kb
 
 def test_validation_with_own_runs_fits_on_them(tiny_kb, monkeypatch):
     from dltune.surrogate import PerformanceModel
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     fitted: list[list[dict]] = []
@@ -389,7 +437,7 @@ def test_own_runs_are_scored_as_recommend_scores_measured_candidates(tiny_kb):
     (recommend's measured candidates), the others what the surrogates predict."""
     from dltune.kb._validate import _measured, _own_runs
     from dltune.surrogate import PerformanceModel
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     label = workload_label(records[0])
@@ -445,27 +493,28 @@ def test_presets_are_a_baseline_scored_like_the_pick():
 def test_the_pick_gets_the_point_that_breaks_accuracy_ties(tiny_kb, monkeypatch, objective):
     """As recommend picks: ranked by the low end, the accuracy objective's ties broken by the
     predicted point (passed for every objective; only accuracy uses it)."""
-    from dltune.recommend import _recommend
-    from dltune.recommend._recommend import ACCURACY_TIE
+    from dltune.recommend import RecommendPolicy
+    from dltune.recommend._pipeline import ScoredCandidates
 
     calls = []
-    real = _recommend.pick
+    real = ScoredCandidates.pick
 
-    def spy(objective, accuracy, time, point=None):
-        chosen = real(objective, accuracy, time, point)
-        calls.append((objective, np.array(accuracy), np.array(time), point, chosen))
+    def spy(self, objective, among=None):
+        chosen = real(self, objective, among)
+        calls.append((objective, self, chosen))
         return chosen
 
-    monkeypatch.setattr(_recommend, "pick", spy)  # validate_kb imports it when called
+    monkeypatch.setattr(ScoredCandidates, "pick", spy)  # the pipeline's, recommend's too
     report = validate_kb(RecordStore(tiny_kb).records(), objective=objective, calibrate=False)
     assert len(calls) == len(report.workloads)
-    for name, low, time, point, chosen in calls:
-        assert name == objective
-        assert point is not None and point.shape == low.shape
+    for name, scored, chosen in calls:
+        assert name == objective and scored.policy == RecommendPolicy()
+        low, time, point = scored.ranked_by, scored.predicted["train_time_s"], scored.predicted["accuracy"]
+        assert point.shape == low.shape
         # The point itself, not the ranking's low end (which, for a workload unlike the others,
         # is mixed with the consensus and may lie above the workload's own point).
         assert np.all((point >= 0) & (point <= 1))
         if objective == "accuracy":
-            tied = np.flatnonzero(low >= low.max() - ACCURACY_TIE)
+            tied = np.flatnonzero(low >= low.max() - scored.policy.accuracy_tie)
             top = tied[point[tied] == point[tied].max()]
             assert chosen in top and time[chosen] == time[top].min()  # equal points: the faster

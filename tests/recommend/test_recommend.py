@@ -9,7 +9,14 @@ import pytest
 
 from dltune._errors import DltuneError, ParameterError
 from dltune.config import TrainConfig
-from dltune.recommend import Recommendation, alternatives_of, pareto_front, pick, recommend
+from dltune.recommend import (
+    Recommendation,
+    RecommendPolicy,
+    alternatives_of,
+    pareto_front,
+    pick,
+    recommend,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -53,23 +60,22 @@ def test_recommendation_is_complete(kb, workload):
 
 def _candidates(monkeypatch, question):
     """``question()`` asked afresh, and its candidates' predictions and ranking figures
-    (``pred``, ``sure``), as the memo holds them."""
+    (``pred``, ``sure``), as the memo holds them (scored: ``score_candidates``)."""
     from dltune.recommend import _recommend
 
     monkeypatch.setattr(_recommend, "_predictions", {})
     answer = question()
     (entry,) = _recommend._predictions.values()
-    return answer, entry.pred, entry.sure
+    return answer, entry.scored.predicted, entry.scored.ranked_by
 
 
 def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
-    from dltune.recommend import _recommend
-
+    tie = RecommendPolicy().accuracy_tie
     rec, pred, sure = _candidates(monkeypatch, lambda: recommend(
         workload, knowledge_base=kb, storage=None, top_k=4, objective="accuracy"))
     # Some alternative wherever the front of all candidates has more than the pick: with the
     # tiny knowledge base the fastest candidate is sometimes also the surest (one whole front).
-    front = _recommend.pareto_front(sure, pred["train_time_s"])
+    front = pareto_front(sure, pred["train_time_s"])
     assert len(rec.alternatives) == min(3, len(front) - 1), (len(front), rec.alternatives)
     # The front of the accuracy each candidate is predicted to reach at least (its interval's
     # low end, which the objectives rank by) and its predicted time.
@@ -79,9 +85,9 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
         assert not any(a >= acc and t <= time and (a, t) != (acc, time)
                        for j, (a, t) in enumerate(points) if j != i)
     # "accuracy": nothing predicted surely more accurate than the recommendation beyond the tie.
-    assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] + _recommend.ACCURACY_TIE for a in rec.alternatives)
+    assert all(a.accuracy[1] <= rec.predicted["accuracy"][1] + tie for a in rec.alternatives)
     # ... and, of the tied, the highest predicted point.
-    tied = sure >= sure.max() - _recommend.ACCURACY_TIE
+    tied = sure >= sure.max() - tie
     assert rec.predicted["accuracy"][0] == pytest.approx(pred["accuracy"][tied].max())
     assert [a.config for a in rec.alternatives] == [  # the front's useful part, fastest first
         rec_alt.config for rec_alt in sorted(rec.alternatives, key=lambda a: a.train_time_s[0])]
@@ -95,8 +101,7 @@ def test_objectives_order_time_and_accuracy(kb, workload):
     by_time = recommend(workload, objective="time", knowledge_base=kb, storage=None)
     assert by_time.predicted["train_time_s"][0] <= by_acc.predicted["train_time_s"][0]
     # Both within their slack of the surest; "accuracy"'s slack is the narrower tie.
-    from dltune.recommend import _recommend
-    assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1] - _recommend.ACCURACY_TIE
+    assert by_acc.predicted["accuracy"][1] >= by_time.predicted["accuracy"][1] - RecommendPolicy().accuracy_tie
 
 
 def _grid_only(monkeypatch):
@@ -132,7 +137,7 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
     from dltune.recommend import _recommend
     from dltune.recommend._candidates import candidate_threads
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     perf = fitted_model(storage=None, kb_path=kb)
     runs, noise = perf.measured_runs(workload.dataset.fingerprint(), "mlp")
@@ -145,7 +150,7 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
         workload, objective="accuracy", knowledge_base=kb, storage=None))
     (entry,) = _recommend._predictions.values()
     threads = len(candidate_threads(_recommend._resolve_hardware(None)[0].usable_cores))
-    measured = entry.measured
+    measured = entry.scored.measured
     assert len(measured.index) == n * threads
     assert measured.index.tolist() == list(range(rec.n_candidates - n * threads, rec.n_candidates))
     by_key = {measured_key(r["config"]): r for r in runs}
@@ -202,7 +207,7 @@ def test_widening_out_of_distribution_does_not_move_the_pick(kb, workload, monke
     # Candidate 0: the best learnt low end, with a wider interval than candidate 1's.
     _two_candidates(monkeypatch, [0.99, 0.97], [0.97, 0.965], [1.0, 0.98], 0.85, 0.8)
 
-    def widen(self, pred, meta, hardware, consensus=None):  # 5x wider: 0.99 - 5 x 0.02 = 0.89 < 0.97 - 5 x 0.005
+    def widen(self, pred, meta, hardware, policy, consensus=None):  # 5x wider: 0.99 - 5 x 0.02 = 0.89 < 0.97 - 5 x 0.005
         out = {k: np.array(v, dtype=float) for k, v in pred.items()}
         out["accuracy_low"] = out["accuracy"] - 5 * (out["accuracy"] - out["accuracy_low"])
         return out, ["intervals 5.0x wider: a test"]
@@ -417,7 +422,7 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workloa
     # make it exactly twice as long (the factor is their median, whatever the model's errors).
     from dltune.config import ThreadConfig
     from dltune.surrogate import fitted_model, record_row
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._machines import machine_key
 
     model = fitted_model(storage=None, kb_path=kb, records=runs)
     wide = [dict(d, id=f"big16-{i}", config=dict(d["config"], threads=ThreadConfig.uniform(16).to_dict()),
@@ -541,7 +546,7 @@ def test_pick_and_pareto_front():
     assert pick("balanced", acc, time) == 3  # 95 - log2(20) = 90.7 beats 90 - log2(10) = 86.7
     assert pick("balanced", np.array([0.95, 0.945]), np.array([100.0, 1.0])) == 1
     assert pick("accuracy", np.array([0.95, 0.944]), np.array([100.0, 1.0])) == 0
-    # Within half a point (ACCURACY_TIE) is a tie: without points, the faster wins...
+    # Within half a point (RecommendPolicy.accuracy_tie) is a tie: without points, the faster wins...
     assert pick("accuracy", np.array([0.95, 0.9455]), np.array([100.0, 1.0])) == 1
     assert pick("accuracy", np.array([0.95, 0.944, 0.9455]), np.array([100.0, 1.0, 2.0])) == 2
     # ... with them (as recommend and kb validate pass), the highest predicted point of the tied,
@@ -557,7 +562,7 @@ def test_pick_and_pareto_front():
 
 def test_alternatives_are_spread_over_the_useful_part_of_the_front():
     """Not the front's fast end (a one-epoch run far below the pick): its members within
-    ALTERNATIVES_WITHIN (5 points) of the pick, then the most accurate of the rest."""
+    RecommendPolicy.alternatives_within (5 points) of the pick, then the most accurate of the rest."""
     acc = np.array([0.30, 0.60, 0.86, 0.88, 0.90, 0.91, 0.92, 0.85])
     time = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.9])  # the last is dominated
     assert alternatives_of(5, acc, time, 2) == [2, 6]  # the ends of 0.86..0.92, fastest first
@@ -631,13 +636,12 @@ def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_
     from dltune import Workload
     from dltune.hardware import Hardware
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import DATA_SIZE_OOD
-
+    policy = RecommendPolicy()
     model = fitted_model(storage=None, kb_path=kb)
     large = Workload.from_name("digits", "mlp")  # all 1,797 samples of 8x8
     ratio, size, largest = model.data_size_ratio(large.meta_features())
     # The tiny suite's largest: 400 + 100 synthetic samples of 8x8.
-    assert (size, largest) == (1797 * 64, 500 * 64) and ratio > DATA_SIZE_OOD
+    assert (size, largest) == (1797 * 64, 500 * 64) and ratio > policy.data_size_ood
     assert model.data_size_ratio(workload.meta_features())[0] == pytest.approx(450 / 500)
     rec = recommend(large, knowledge_base=kb, storage=None)
     assert rec.out_of_distribution
@@ -656,13 +660,13 @@ def test_a_data_set_larger_than_any_measured_is_flagged_and_its_time_and_memory_
             "train_time_s": np.array([1.0]), "train_time_s_low": np.array([0.5]), "train_time_s_high": np.array([2.0]),
             "peak_rss_mb": np.array([100.0]), "peak_rss_mb_low": np.array([80.0]), "peak_rss_mb_high": np.array([125.0])}
     here = Hardware.detect().to_dict()
-    wide, notes = model.widen(pred, large.meta_features(), here)
+    wide, notes = model.widen(pred, large.meta_features(), here, policy)
     s = 1 + np.log(ratio)
     assert wide["train_time_s_low"][0] == pytest.approx(0.5 ** s) and wide["train_time_s_high"][0] == pytest.approx(2.0 ** s)
     assert wide["peak_rss_mb_low"][0] == pytest.approx(100 * 0.8 ** s) and wide["peak_rss_mb_high"][0] == pytest.approx(100 * 1.25 ** s)
     assert (wide["accuracy_low"][0], wide["accuracy_high"][0]) == (0.8, 0.95)
     assert len(notes) == 1
-    same, none = model.widen(pred, workload.meta_features(), here)
+    same, none = model.widen(pred, workload.meta_features(), here, policy)
     assert none == [] and all(np.array_equal(same[k], pred[k]) for k in pred if k != "peak_rss_mb_high")
     assert same["peak_rss_mb_high"][0] == pytest.approx(130.0)  # another installation's pages: 1.3x
 
@@ -683,14 +687,15 @@ def test_each_framework_s_own_defaults_are_shown_for_comparison(kb, workload, mo
     from dltune.config import default_preset
     from dltune.recommend import _recommend
     from dltune.surrogate import fitted_model
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     rec, pred, _ = _candidates(monkeypatch, lambda: recommend(workload, knowledge_base=kb, storage=None))
     (entry,) = _recommend._predictions.values()
     (default,) = rec.defaults  # the tiny knowledge base measured numpy alone
     assert default.config.framework == "numpy" and default.config.preset_name == "caffe"
+    measured_here = entry.scored.measured
     i = next(j for j, c in enumerate(entry.configs) if c == default.config and
-             (entry.measured is None or (j in entry.measured.index) == bool(default.measured_runs)))
+             (measured_here is None or (j in measured_here.index) == bool(default.measured_runs)))
     assert default.accuracy == (pred["accuracy"][i], pred["accuracy_low"][i], pred["accuracy_high"][i])
     assert default.train_time_s[0] == pred["train_time_s"][i]
     # The tiny build measured Caffe's preset on this very data set: shown as measured.
@@ -721,3 +726,21 @@ def test_default_candidates_prefer_the_measured_preset():
     # TensorFlow has only torch's preset among them, not its own: left out.
     assert default_candidates(configs, frameworks, "mnist") == [0, 2]
     assert default_candidates(configs, frameworks, "mnist", np.array([0, 2, 0, 0, 0])) == [1, 2]
+
+
+def test_a_knowledge_base_file_that_holds_no_records_is_refused_before_any_fit(tmp_path, monkeypatch):
+    """A folder was an IsADirectoryError traceback, a JSON list of ints an AttributeError."""
+    import dltune.surrogate
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the surrogates were fitted before the knowledge base was checked")
+
+    monkeypatch.setattr(dltune.surrogate, "fitted_model", no_fit)
+    (tmp_path / "ints.json").write_text("[1, 2, 3]")
+    (tmp_path / "empty.jsonl").write_text("")
+    for name, says in [("missing.jsonl", "does not exist"), (".", "must be a file. Got the folder"),
+                       ("ints.json", "must hold measurement records"), ("empty.jsonl", "holds no records")]:
+        with pytest.raises(ParameterError, match=f"The 'knowledge_base' (file|parameter).*{says}"):
+            recommend("digits", model="mlp", storage=None, knowledge_base=tmp_path / name)
+    with pytest.raises(ParameterError, match="The 'frameworks' parameter must name at least one framework"):
+        recommend("digits", model="mlp", storage=None, frameworks=[])

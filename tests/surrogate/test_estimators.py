@@ -10,8 +10,8 @@ from dltune.surrogate import (
     QuantileGBMRegressor,
     TrainTimeSurrogate,
 )
-from dltune.surrogate._estimators import held_data_mb
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
+from dltune.surrogate._memory import held_data_mb
 
 
 def _data(n=200, seed=0):
@@ -45,11 +45,13 @@ def test_fit_returns_self_and_learns_underscore_attributes():
 
 def test_bad_parameters_get_sklearn_style_messages():
     X, y = _data(20)
-    with pytest.raises(ParameterError, match=r"The 'coverage' parameter must be a float in \(0.0, 1.0\). Got 1.5 instead."):
+    with pytest.raises(ParameterError, match=r"The 'coverage' parameter of QuantileGBMRegressor must be a float in "
+                                             r"the range \(0.0, 1.0\). Got 1.5 instead."):
         QuantileGBMRegressor(coverage=1.5).fit(X, y)
-    with pytest.raises(ParameterError, match=r"The 'max_iter' parameter must be an int in \[1, 100000\]. Got 0 instead."):
+    with pytest.raises(ParameterError, match=r"The 'max_iter' parameter of QuantileGBMRegressor must be an int in "
+                                             r"the range \[1, 100000\]. Got 0 instead."):
         QuantileGBMRegressor(max_iter=0).fit(X, y)
-    with pytest.raises(ParameterError, match="must have 4 columns"):
+    with pytest.raises(ParameterError, match="X has 3 features, but QuantileGBMRegressor is expecting 4 features"):
         QuantileGBMRegressor(max_iter=5, calibrate=False).fit(X, y).predict(np.zeros((2, 3)))
 
 
@@ -284,7 +286,7 @@ def _workloads_with_divergence(seed=0):
 
 def test_tied_runs_share_their_rank_in_the_order_models_target():
     """Runs of equal accuracy are not ordered by the order they were measured in."""
-    from dltune.surrogate._estimators import workload_ranks
+    from dltune.surrogate._accuracy import workload_ranks
 
     t = np.array([0.0, 0.0, 0.0, -1.0, 2.0, 5.0, 5.0])
     labels = np.array(["a", "a", "a", "a", "b", "b", "b"])
@@ -365,9 +367,9 @@ def test_accuracy_order_transfers_from_the_most_alike_measured_workloads():
     restored = AccuracySurrogate(transfer=1.0, **kw)
     restored.load_arrays(full.to_arrays("a."), "a.")
     assert np.allclose(restored.predict(new_b), full.predict(new_b))
-    with pytest.raises(ParameterError, match=r"The 'transfer' parameter must be"):
+    with pytest.raises(ParameterError, match=r"The 'transfer' parameter of AccuracySurrogate must be"):
         AccuracySurrogate(transfer=1.5, **kw).fit(X, y, groups)
-    with pytest.raises(ParameterError, match=r"The 'transfer_bandwidth' parameter must be"):
+    with pytest.raises(ParameterError, match=r"The 'transfer_bandwidth' parameter of AccuracySurrogate must be"):
         AccuracySurrogate(transfer_bandwidth=0.0, **kw).fit(X, y, groups)
 
 

@@ -12,15 +12,19 @@ import pytest
 from dltune._errors import NotFittedError, ParameterError
 from dltune.kb import RecordStore
 from dltune.measure._noise import SeedNoise, noise_scale
+from dltune.recommend import RecommendPolicy
 from dltune.surrogate import (
     PerformanceModel,
     clear_memory_cache,
     fitted_model,
-    load_storage_records,
+    load_storage_measurements,
     record_row,
 )
 from dltune.surrogate._features import memory_as_now, ran_in_new_process
-from dltune.surrogate._model import intra_threads, workload_label
+from dltune.surrogate._records import intra_threads, workload_label
+
+# The decision's knobs the out-of-distribution checks and the widening read (recommend's defaults).
+POLICY = RecommendPolicy()
 
 pytestmark = pytest.mark.slow
 
@@ -61,9 +65,9 @@ def test_save_and_load_round_trip_without_pickle(model, tiny_kb, tmp_path):
 
 def test_alien_hardware_is_out_of_distribution(model, tiny_kb):
     record = RecordStore(tiny_kb).records()[0]
-    ood, reasons, nearest = model.novelty(record.workload["meta"], record.hardware)
+    ood, reasons, nearest = model.novelty(record.workload["meta"], record.hardware, POLICY)
     assert not ood and nearest[0][1] == 0.0
-    ood, reasons, _ = model.novelty(record.workload["meta"], ALIEN)
+    ood, reasons, _ = model.novelty(record.workload["meta"], ALIEN, POLICY)
     assert ood
     assert any("never measured" in r for r in reasons) and any("GPU" in r for r in reasons)
     assert any("72 usable cores" in r for r in reasons)
@@ -73,20 +77,20 @@ def test_same_cpu_name_with_other_instruction_sets_is_another_machine(model, tin
     """A hypervisor reports "AMD EPYC" for CPUs that trained 3x apart (with and without
     AVX-512): the model string alone does not make a CPU measured, nor share its calibration."""
     from dltune.hardware import cpu_identity
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._machines import machine_key
 
     record = RecordStore(tiny_kb).records()[0]
     here = dict(record.hardware)
     flags = set(here.get("cpu_flags") or ())
     twin = dict(here, cpu_flags=sorted(flags ^ {"avx512f"}))
     assert machine_key(twin) != machine_key(here)
-    assert not model.novelty(record.workload["meta"], here)[0]
-    ood, reasons, _ = model.novelty(record.workload["meta"], twin)
+    assert not model.novelty(record.workload["meta"], here, POLICY)[0]
+    ood, reasons, _ = model.novelty(record.workload["meta"], twin, POLICY)
     assert ood and any("was never measured" in r for r in reasons)
     # A hand-written description with the same model string and no flags: told how to fix it.
     bare = {k: v for k, v in here.items() if k != "cpu_flags"}
     if cpu_identity(here) != str(here.get("cpu_model")):  # this CPU has a listed instruction set
-        ood, reasons, _ = model.novelty(record.workload["meta"], bare)
+        ood, reasons, _ = model.novelty(record.workload["meta"], bare, POLICY)
         assert ood and any("gives no cpu_flags" in r for r in reasons)
 
 
@@ -94,7 +98,7 @@ def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
     record = RecordStore(tiny_kb).records()[0]
     meta = dict(record.workload["meta"], n_train=2_000_000, height=512, width=512, channels=3,
                 input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
-    ood, reasons, nearest = model.novelty(meta, record.hardware)
+    ood, reasons, nearest = model.novelty(meta, record.hardware, POLICY)
     assert ood and "workload is unlike every measured one" in reasons[0]
 
 
@@ -106,7 +110,7 @@ def test_nearest_workloads_are_of_the_same_model_and_a_new_model_is_flagged(mode
     record = RecordStore(tiny_kb).records()[0]
     meta = dict(record.workload["meta"], model="mlp")
     everyone = model.nearest_workloads(meta, k=100)
-    assert len(everyone) == len(model.workloads_) and not model.novelty(meta, record.hardware)[0]
+    assert len(everyone) == len(model.workloads_) and not model.novelty(meta, record.hardware, POLICY)[0]
     # Say the nearest of them trained LeNet: an MLP workload no longer lists it, a LeNet one
     # lists only it.
     workloads = copy.deepcopy(model.workloads_)
@@ -119,11 +123,11 @@ def test_nearest_workloads_are_of_the_same_model_and_a_new_model_is_flagged(mode
     # A model nobody measured: flagged, with the measured ones named; every workload is a
     # neighbour; intervals widened as if it lay at the threshold's distance or beyond.
     new = dict(meta, model="cifar_quick")
-    ood, reasons, near = model.novelty(new, record.hardware)
+    ood, reasons, near = model.novelty(new, record.hardware, POLICY)
     assert ood and reasons[0].startswith("model 'cifar_quick' was never measured (measured: lenet, mlp)")
     assert len(model.nearest_workloads(new, k=100)) == len(workloads)
     pred = model.predict([dict(record_row(record), meta=new)])
-    wide, notes = model.widen(pred, new, record.hardware)
+    wide, notes = model.widen(pred, new, record.hardware, POLICY)
     stretch = 1 + max(near[0][1], model.ood_threshold_) / model.ood_threshold_
     assert notes[0] == f"intervals {stretch:.1f}x wider: its model was never measured" and stretch >= 2.0
     point, low, high = (float(pred[k][0]) for k in ("accuracy", "accuracy_low", "accuracy_high"))
@@ -135,7 +139,7 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     record = RecordStore(tiny_kb).records()[0]
     row = record_row(record)
     pred = model.predict([row])
-    same, notes = model.widen(pred, row["meta"], row["hardware"])
+    same, notes = model.widen(pred, row["meta"], row["hardware"], POLICY)
     # Like the measured: no note; only memory's high end reaches 1.3x the point (another
     # installation's mapped library pages), where it did not already.
     assert notes == [] and all(np.array_equal(same[k], pred[k]) for k in pred if k != "peak_rss_mb_high")
@@ -147,8 +151,8 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
 
     # Another machine: time 3x and memory 1.5x wider each way per difference (CPU, cores, GPU,
     # memory).
-    hw_reasons = len(model.novelty(row["meta"], ALIEN)[1])
-    alien, notes = model.widen(pred, row["meta"], ALIEN)
+    hw_reasons = len(model.novelty(row["meta"], ALIEN, POLICY)[1])
+    alien, notes = model.widen(pred, row["meta"], ALIEN, POLICY)
     assert hw_reasons == 4 and len(notes) == 1
     assert log_width(alien, "train_time_s") == pytest.approx(
         log_width(pred, "train_time_s") + 2 * hw_reasons * np.log(3.0))
@@ -159,7 +163,7 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     meta = dict(row["meta"], n_train=2_000_000, height=512, width=512, channels=3,
                 input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
     far = model.predict([dict(row, meta=meta)])
-    wide, notes = model.widen(far, meta, row["hardware"])
+    wide, notes = model.widen(far, meta, row["hardware"], POLICY)
     stretch = 1 + model.nearest_workloads(meta, k=1)[0][1] / model.ood_threshold_
     # Its data set is also far larger than any measured (1 + ln(ratio) = 18.7): time and memory
     # get the larger of the two stretches, not their product.
@@ -171,7 +175,7 @@ def test_intervals_widen_out_of_distribution_and_only_there(model, tiny_kb):
     meta_near = dict(meta, num_classes=row["meta"]["num_classes"], flops_per_sample=row["meta"]["flops_per_sample"],
                      height=row["meta"]["height"], width=row["meta"]["width"], channels=row["meta"]["channels"])
     near = model.predict([dict(row, meta=meta_near)])
-    wide, notes = model.widen(near, meta_near, row["hardware"])
+    wide, notes = model.widen(near, meta_near, row["hardware"], POLICY)
     unlike = max(1.0, 1 + model.nearest_workloads(meta_near, k=1)[0][1] / model.ood_threshold_)
     larger = 1 + np.log(model.data_size_ratio(meta_near)[0])
     assert larger > unlike and notes[-1].startswith(f"training-time and memory intervals {larger:.1f}x wider")
@@ -277,7 +281,7 @@ def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
     trial.set_user_attr("measurement.chunks", len(chunks))
     study.tell(trial, 0.5)
     study.set_user_attr("preset_measurement:torch", record.to_dict())  # same id: counted once
-    found = load_storage_records(url)
+    found = load_storage_measurements(url)
     assert sorted(r["id"] for r in found) == sorted([record.id, other.id])
     clear_memory_cache()
     with_user = fitted_model(storage=url, kb_path=tiny_kb / "records.jsonl")
@@ -313,7 +317,7 @@ def test_runs_measured_again_for_their_memory_are_told_apart(tiny_kb, monkeypatc
     leaves them out (the same configuration and seed as a run on record); a run in a reused
     worker, or of a configuration not on record, is no such run."""
     from dltune.surrogate import _features
-    from dltune.surrogate._model import remeasured
+    from dltune.surrogate._records import remeasured
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][:6]
     for d in records:
@@ -335,7 +339,7 @@ def test_memory_is_referred_to_the_machine_that_measured_every_framework_as_it_i
     must have every framework), and the first, with none left of that backend, is predicted
     at the second's level rather than from its stale runs."""
     from dltune.surrogate import _features
-    from dltune.surrogate._model import machine_key
+    from dltune.surrogate._machines import machine_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     for d in records:
@@ -372,7 +376,7 @@ def test_more_threads_than_a_calibrated_machine_measured_are_flagged_and_hedged(
     # Not flagged per configuration where the machine's core count is flagged already.
     uncalibrated = PerformanceModel(max_iter=20, calibrate=False).fit(records)
     assert any("16 usable cores is outside the measured 1..2" in r for r in uncalibrated.novelty(
-        record_row(records[0])["meta"], big)[1])
+        record_row(records[0])["meta"], big, POLICY)[1])
     assert uncalibrated.threads_reason(16, big) is None
     row = record_row(records[0])
     rows = [dict(row, hardware=big, config=dict(row["config"], threads={
@@ -520,7 +524,7 @@ def test_a_calibration_run_without_a_twin_is_measured_against_the_model_less_its
 
 
 def test_another_machines_records_calibrate_its_speed_without_blurring_the_reference(tiny_kb):
-    from dltune.surrogate._model import MIN_MACHINE_RECORDS
+    from dltune.surrogate._calibration import MIN_MACHINE_RECORDS
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     base = PerformanceModel(max_iter=20, calibrate=False).fit(records)
@@ -556,11 +560,11 @@ def test_another_machines_records_calibrate_its_speed_without_blurring_the_refer
     assert model.calibrated_machines()[1:] == ["Other CPU [avx2]|2|16"]
     # Calibrated: no longer "never measured"; uncalibrated (too few runs): still flagged.
     meta, hardware = there_rows[0]["meta"], there_rows[0]["hardware"]
-    assert not any("never measured" in r for r in model.novelty(meta, hardware)[1])
+    assert not any("never measured" in r for r in model.novelty(meta, hardware, POLICY)[1])
     few = PerformanceModel(max_iter=20, calibrate=False).fit(
         records + _on_another_machine(records, MIN_MACHINE_RECORDS - 1, 3.0))
     assert few.machine_speed_ == {} and few.machine_memory_ == {}
-    reasons = few.novelty(meta, hardware)[1]
+    reasons = few.novelty(meta, hardware, POLICY)[1]
     assert any("'Other CPU [avx2]' was never measured" in r and "dltune kb calibrate" in r for r in reasons)
     assert np.allclose(few.predict(there_rows[:5])["train_time_s"], few.predict(here_rows[:5])["train_time_s"])
 
@@ -593,7 +597,7 @@ def test_machines_that_differ_only_in_their_blas_kernels_are_two_machines(tiny_k
     OpenBLAS picked Haswell kernels on one and SkylakeX on the other. Each is a machine of its
     own, predicted at its own speed; a description that does not say which kernels (or names
     others) is taken for the measured machine of that CPU, not for an unmeasured one."""
-    from dltune.surrogate._model import blas_kernels, machine_key
+    from dltune.surrogate._machines import blas_kernels, machine_key
 
     haswell, skylake = _with_kernels("Haswell"), _with_kernels("SkylakeX")
     assert blas_kernels(haswell) == "Haswell" and blas_kernels(OTHER) is None
@@ -616,7 +620,7 @@ def test_machines_that_differ_only_in_their_blas_kernels_are_two_machines(tiny_k
     meta = records[0]["workload"]["meta"]
     for hw in (OTHER, _with_kernels("Zen")):
         assert model.machine_of(hw) == machine_key(haswell)
-        ood, reasons, _ = model.novelty(meta, hw)
+        ood, reasons, _ = model.novelty(meta, hw, POLICY)
         assert not any("never measured" in r for r in reasons), reasons
     assert model.machine_of(skylake) == machine_key(skylake)
     # Such a description's times and memory span both machines: the point between them, the
@@ -638,7 +642,7 @@ def test_machines_that_differ_only_in_their_blas_kernels_are_two_machines(tiny_k
     assert model.hedge_machines(model.predict(measured), measured, skylake)[1] == []
     other_cpu = dict(OTHER, cpu_model="Third CPU")
     assert model.machine_of(other_cpu) == machine_key(other_cpu)
-    assert any("never measured" in r for r in model.novelty(meta, other_cpu)[1])
+    assert any("never measured" in r for r in model.novelty(meta, other_cpu, POLICY)[1])
 
 
 def _steps(record):
@@ -794,7 +798,8 @@ def test_the_stray_is_how_far_a_held_out_workloads_ratio_lies_from_the_others_fa
 
 
 def test_runs_with_more_threads_than_the_reference_used_get_a_factor_of_their_own():
-    from dltune.surrogate._model import MIN_MACHINE_THREADS_RECORDS, machine_factor, thread_delta
+    from dltune.surrogate._calibration import MIN_MACHINE_THREADS_RECORDS
+    from dltune.surrogate._machines import machine_factor, thread_delta
 
     # Reference machine "A" ran 1 and 2 threads, as predicted (1). Machine "B" (16 cores) ran
     # the same at 2x, and at 16 threads 1.0x: half what the cost model extrapolates there, x2.
@@ -863,7 +868,8 @@ def test_a_machines_memory_spread_is_how_far_its_runs_fall_outside_the_interval(
 
 
 def test_a_machine_measured_on_two_workloads_of_a_model_gets_a_factor_for_that_model():
-    from dltune.surrogate._model import MIN_MACHINE_MODEL_RECORDS, machine_factor
+    from dltune.surrogate._calibration import MIN_MACHINE_MODEL_RECORDS
+    from dltune.surrogate._machines import machine_factor
 
     n = MIN_MACHINE_MODEL_RECORDS
     # Machine "B": its MLPs ran 2x, its LeNets 4x the reference's time, each model on two
@@ -920,8 +926,8 @@ def test_an_unlike_workload_is_ranked_partly_by_the_consensus_of_measured_worklo
     # Its accuracy intervals: its own stretched u times, then stretched to reach the band.
     narrow = dict(far_pred, accuracy=np.full(len(far), 0.5), accuracy_low=np.full(len(far), 0.4999),
                   accuracy_high=np.full(len(far), 0.5001))  # stretched u times, still narrow
-    own, _ = model.widen(narrow, unlike, far[0]["hardware"])
-    shown, notes = model.widen(narrow, unlike, far[0]["hardware"], consensus=band)
+    own, _ = model.widen(narrow, unlike, far[0]["hardware"], POLICY)
+    shown, notes = model.widen(narrow, unlike, far[0]["hardware"], POLICY, consensus=band)
     assert np.all(shown["accuracy_low"] == np.minimum(own["accuracy_low"], band[0]))
     assert np.all(shown["accuracy_high"] == np.maximum(own["accuracy_high"], band[1]))
     assert np.all(shown["accuracy_high"] - shown["accuracy_low"] >= band[1] - band[0])
@@ -1059,7 +1065,7 @@ def test_a_real_child_that_fails_says_why(model):
 def test_each_workloads_measured_configurations_are_kept(model, tiny_kb, tmp_path):
     """``measured_runs``: a workload's configurations as measured (mean accuracy over distinct
     seeds), found by its data set's fingerprint and model; they survive save and load."""
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     workloads = {(d["workload"]["fingerprint"], d["workload"]["model"]) for d in records}
@@ -1121,7 +1127,7 @@ def test_a_workloads_seed_noise_comes_from_its_repeats(tiny_kb):
     runs, noise = fitted.measured_runs(target, records[0]["workload"]["model"])
     assert noise.scale == pytest.approx(_scale(mine, 0.02))
     assert fitted.has_own_seed_noise(target, records[0]["workload"]["model"])
-    from dltune.surrogate._model import measured_key
+    from dltune.surrogate._seed_noise import measured_key
 
     seeds = {}
     for d in records + again:
@@ -1155,8 +1161,9 @@ def test_a_workloads_seed_noise_is_at_least_one_test_sample(tiny_kb):
 
 
 def test_a_workload_without_repeats_takes_the_seed_noise_of_its_nearest(tiny_kb, monkeypatch):
-    from dltune.surrogate import _model
+    from dltune.surrogate import _seed_noise
     from dltune.surrogate._features import workload_vector
+    from dltune.surrogate._novelty import _NOVELTY_IDX
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok and r.config["seed"] == 0]
     fingerprints = sorted({d["workload"]["fingerprint"] for d in records})
@@ -1174,9 +1181,9 @@ def test_a_workload_without_repeats_takes_the_seed_noise_of_its_nearest(tiny_kb,
     # The third: the median of its nearest with noise of their own (both of them, here) ...
     assert fitted.measured_runs(fingerprints[2], "mlp")[1].scale == pytest.approx(np.median(sigmas))
     # ... or, with one neighbour, the nearest one's.
-    monkeypatch.setattr(_model, "NOISE_NEIGHBOURS", 1)
+    monkeypatch.setattr(_seed_noise, "NOISE_NEIGHBOURS", 1)
     index = next(i for i, w in enumerate(fitted.workloads_) if w["fingerprint"] == fingerprints[2])
-    dist = fitted._distances(workload_vector(fitted.workloads_[index]["meta"])[_model._NOVELTY_IDX], skip=index, model="mlp")
+    dist = fitted._distances(workload_vector(fitted.workloads_[index]["meta"])[_NOVELTY_IDX], skip=index, model="mlp")
     nearest = fitted.workloads_[int(np.argmin(dist))]["fingerprint"]
     assert fitted.measured_runs(fingerprints[2], "mlp")[1].scale == pytest.approx(sigmas[fingerprints.index(nearest)])
     # A workload never measured: the median of all that have noise of their own.
