@@ -11,10 +11,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError, RunFailedError
+from dltune._storage_url import default_storage_url
 from dltune._workload import Workload, as_workload
-from dltune.backends import BACKENDS
+from dltune.backends._registry import BACKENDS
 from dltune.config import TrainConfig, usable_cores
 from dltune.measure._record import Measurement, now_iso
+from dltune.measure._store import BENCH_PREFIX, StudyStore
 
 __all__ = ["benchmark", "check_device", "measure", "interpreter_for", "worker_extra_env"]
 
@@ -194,9 +196,6 @@ def _bench_store(storage: str | None, workload_name: str):
     or None."""
     if storage is None:
         return None
-    from dltune._storage_url import default_storage_url
-    from dltune.study._store import BENCH_PREFIX, StudyStore
-
     url = default_storage_url() if storage == "default" else storage
     return StudyStore(url, workload_name, prefix=BENCH_PREFIX)
 

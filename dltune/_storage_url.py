@@ -1,6 +1,6 @@
 """Storage URLs: the default, checking, password masking, the PostgreSQL driver, SQLite files.
 
-Kept apart from :mod:`dltune.tuning._storage` (heartbeats, locks, Optuna) so that readers of a
+Kept apart from :mod:`dltune.measure._storage` (heartbeats, Optuna) so that readers of a
 storage that import nothing heavy (``recommend`` reads a SQLite file directly) share the rules.
 """
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dltune.report import write_report
 from dltune.study import run_study
+from dltune.tuning import tune
 
 
 def main() -> None:
@@ -30,7 +31,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{out / 'study.db'}"
     result = run_study("digits", model=args.model, frameworks=args.frameworks,
-                       budget_minutes=args.budget_minutes, storage=storage, tune_trials=3)
+                       budget_minutes=args.budget_minutes, storage=storage, tune=tune,
+                       tune_trials=3)
     print(result.summary_text())
     html = write_report(storage=storage, out=out / "report.html")
     md = write_report(storage=storage, out=out / "markdown" / "report.md")

@@ -63,7 +63,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def frameworks_for(text: str) -> list[str]:
     """The backends named by ``--frameworks``; ``all`` means every benchmarkable one installed."""
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
     from dltune.envs import backend_status
 
     names = [n for n, info in BACKENDS.items() if info.benchmarkable]
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"records saved to {args.out}")
     if storage is not None:
         from dltune._storage_url import mask_url
-        from dltune.study._store import BENCH_PREFIX, study_name
+        from dltune.measure._store import BENCH_PREFIX, study_name
 
         print(f"records stored in {mask_url(storage)} (study {study_name(workload.name, BENCH_PREFIX)}): "
               "dltune recommend fits on them (--storage none: not stored)")

@@ -82,7 +82,7 @@ def _add_quiet_wait(parser: argparse.ArgumentParser) -> None:
 
 
 def _frameworks(args: argparse.Namespace) -> list[str] | None:
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
     from dltune.cli._common import parse_list
 
     # '' is refused (parse_list), not taken for the default of every available backend.

@@ -32,7 +32,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dltune._errors import ParameterError
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
     from dltune.cli._common import parse_key_values, parse_list, print_json
     from dltune.recommend import RECOMMEND_CONSTRAINTS, recommend
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dltune.cli._common import parse_key_values
     from dltune.study import run_study
+    from dltune.tuning import tune
 
     result = run_study(
         args.workload,
@@ -39,10 +41,17 @@ def run(args: argparse.Namespace) -> int:
         storage=args.storage,
         out=args.out,
         epoch_cap=args.max_epochs,
-        tune=not args.no_tune,
+        tune=None if args.no_tune else tune,
         tune_trials=args.tune_trials,
         progress=not args.quiet,
         dataset_params=parse_key_values(args.data, "data"),
     )
+    if args.out is not None:  # the study, then its report
+        from dltune.report import write_report
+
+        out = Path(args.out)
+        write_report(records=str(out / "records.jsonl"), out=str(out / "report.html"), format="html")
     print(result.summary_text())
+    if args.out is not None:
+        print(f"report in {out / 'report.html'}")
     return 0

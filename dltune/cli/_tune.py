@@ -69,7 +69,7 @@ def _available(framework: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
     from dltune.cli._common import parse_list
     from dltune.config import usable_cores
     from dltune.tuning import SearchSpace, tune

@@ -253,7 +253,7 @@ def plan_build(
     writes nothing. ``build_kb`` calls it, and so does ``--plan``: a plan is printed only for
     arguments the build itself takes."""
     from dltune._bench import interpreter_for
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
 
     check_choice("suite", suite, sorted(SUITES))
     if budget_hours is not None:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from dltune.kb._build import BuildResult, build_kb, plan_build
-from dltune.kb._store import read_jsonl, shipped_calibration_paths
 from dltune.kb._suite import CALIBRATION_PLAN, PlannedRun
+from dltune.measure._shipped import calibration_records  # re-exported
 
 __all__ = ["calibrate_machine", "calibration_dir", "calibration_plan", "calibration_records"]
 
@@ -68,27 +68,3 @@ def calibration_plan(
     after the checks it makes before its first run (:func:`plan_build`); writes nothing."""
     return plan_build("calibration", out if out is not None else calibration_dir(), frameworks,
                       budget_hours, quiet_wait_s=quiet_wait_s, all_cores=True, **CALIBRATION_PLAN).runs
-
-
-def _records_of(path: Path) -> list[dict[str, Any]]:
-    return list(read_jsonl(path))
-
-
-def calibration_records(shipped: bool = True, cache: bool = True) -> list[dict[str, Any]]:
-    """Every calibration record in the cache (with ``cache``), and with ``shipped`` those
-    shipped in the package (any machine's: each is calibrated on its own), marked
-    ``kb.shipped``; a run in both counts once, as the cache's (made on this machine)."""
-    from dltune._paths import cache_dir, while_unchanged
-
-    here = sorted((cache_dir() / "kb").glob("calibration-*/records.jsonl")) if cache else []
-    paths = [(p, False) for p in here] + [(p, True) for p in (shipped_calibration_paths() if shipped else [])]
-    records: dict[str, dict[str, Any]] = {}
-    for path, in_package in paths:
-        # Parsed again only when the file changed: every recommend call reads them, to notice a
-        # calibration made since, and parsing took 10 of a repeated call's 15 ms.
-        for e in while_unchanged(path, _records_of, []):
-            key = str(e.get("id"))
-            if e.get("status") == "ok" and key not in records:
-                # A copy each call: the parsed records are kept for the next.
-                records[key] = dict(e, kb=dict(e.get("kb") or {}, shipped=True)) if in_package else dict(e)
-    return list(records.values())

@@ -11,13 +11,22 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._validation import check_out_dir
 from dltune.measure import Measurement
+from dltune.measure._shipped import (  # re-exported: the knowledge base's readers
+    SHIPPED_NAME,
+    load_shipped_records,
+    package_kb_dir,
+    read_jsonl,
+    shipped_calibration_dir,
+    shipped_calibration_paths,
+    shipped_kb_path,
+    shipped_provenance_path,
+)
 
 __all__ = [
     "RecordStore",
@@ -30,24 +39,6 @@ __all__ = [
     "export_calibration",
     "shipped_calibration_paths",
 ]
-
-SHIPPED_NAME = "reference"
-
-
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Each well-formed line of a (possibly gzip-compressed) JSON-lines file."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a torn last line of an interrupted build
-
 
 class RecordStore:
     """The records of one knowledge-base build folder (``records.jsonl``).
@@ -78,27 +69,6 @@ class RecordStore:
             os.fsync(fh.fileno())
 
 
-def _package_kb_dir() -> Path:
-    return Path(__file__).resolve().parent
-
-
-def shipped_kb_path() -> Path:
-    """The knowledge base shipped inside the package."""
-    return _package_kb_dir() / f"{SHIPPED_NAME}.jsonl.gz"
-
-
-def shipped_provenance_path() -> Path:
-    return _package_kb_dir() / f"{SHIPPED_NAME}_provenance.json"
-
-
-def load_shipped_records(path: str | Path | None = None) -> list[Measurement]:
-    """The shipped knowledge base's records (empty when none is shipped)."""
-    path = Path(path) if path is not None else shipped_kb_path()
-    if not path.exists():
-        return []
-    return [Measurement.from_dict(e) for e in read_jsonl(path)]
-
-
 def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool = False,
               name: str = SHIPPED_NAME) -> dict[str, Any]:
     """Compress a build folder's records and provenance into ``out`` (default: the package).
@@ -110,7 +80,7 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     store = RecordStore(source)
     if not store.path.exists():
         raise ParameterError(f"The 'source' folder {str(source)!r} holds no records.jsonl.")
-    out = check_out_dir("out", out if out is not None else _package_kb_dir())
+    out = check_out_dir("out", out if out is not None else package_kb_dir())
     entries = [e for e in store.entries() if not ok_only or e.get("status") == "ok"]
     target = out / f"{name}.jsonl.gz"
     # mtime=0 keeps the compressed file byte-identical for identical records.
@@ -125,22 +95,10 @@ def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool =
     return {"records": len(entries), "ok": provenance["shipped_ok"], "path": str(target)}
 
 
-def _shipped_calibration_dir() -> Path:
-    return _package_kb_dir() / "calibrations"
-
-
-def shipped_calibration_paths(folder: str | Path | None = None) -> list[Path]:
-    """The calibration records shipped in the package (``dltune/kb/calibrations/``, or
-    ``folder``): one file per machine that ``dltune kb calibrate`` measured and
-    :func:`export_calibration` shipped, so that machine's speed is known without calibrating."""
-    folder = Path(folder) if folder is not None else _shipped_calibration_dir()
-    return sorted(folder.glob("*.jsonl.gz")) if folder.is_dir() else []
-
-
 def export_calibration(source: str | Path, out: str | Path | None = None) -> dict[str, Any]:
     """Ship a ``dltune kb calibrate`` folder: its records (successful runs only) and provenance
     go to ``out`` (default: the package's ``kb/calibrations/``), named after the folder
     (``calibration-<machine digest>``)."""
     source = Path(source)
-    out = Path(out) if out is not None else _shipped_calibration_dir()
+    out = Path(out) if out is not None else shipped_calibration_dir()
     return export_kb(source, out, ok_only=True, name=source.name)

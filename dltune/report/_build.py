@@ -7,11 +7,11 @@ from pathlib import Path
 
 from dltune._errors import ParameterError
 from dltune._validation import check_choice, check_out_file
+from dltune.measure._store import StudyRecord
 from dltune.report._analysis import Analysis
 from dltune.report._data import load_study_records, records_frame
 from dltune.report._figures import make_figures
 from dltune.report._model import Report, Section, Table
-from dltune.study._store import StudyRecord
 
 __all__ = ["build_report", "write_report"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._storage_url import default_storage_url, require_database
-from dltune.study._store import StudyRecord
+from dltune.measure._store import StudyRecord
 
 __all__ = ["load_study_records", "records_frame", "thread_label"]
 
@@ -42,7 +42,7 @@ def load_study_records(
     ``workload`` may be the workload name (``digits-lenet``) or the data set name; it is needed
     only when the source holds more than one workload.
     """
-    from dltune.study._store import load_storage_records
+    from dltune.measure._store import load_storage_records
 
     if storage is not None and records is not None:
         raise ParameterError("Give either 'storage' or 'records', not both.")

@@ -94,7 +94,7 @@ def _thread_report(trainer_cls: Any) -> dict[str, Any]:
 
 def _trainer_class(request: dict[str, Any]) -> tuple[Any, float]:
     """The backend's Trainer class, set up on first use; and the import time paid now."""
-    from dltune.backends import load_trainer_class
+    from dltune.backends._loader import load_trainer_class
 
     backend = request["backend"]
     import_time = 0.0

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from dltune.measure._store import (
+    STUDY_PREFIX,
+    StudyRecord,
+    StudyStore,
+    load_storage_records,
+)
 from dltune.study._cost import CostModel
 from dltune.study._defaults import (
     MXNET_GLUON_DEFAULTS,
@@ -11,12 +17,6 @@ from dltune.study._defaults import (
 )
 from dltune.study._plan import PHASE_SHARES, PHASES, StudyPlan, StudyRun, config_key, plan_study
 from dltune.study._run import ComparativeStudyResult, run_study
-from dltune.study._store import (
-    STUDY_PREFIX,
-    StudyRecord,
-    StudyStore,
-    load_storage_records,
-)
 
 __all__ = [
     "MXNET_GLUON_DEFAULTS",

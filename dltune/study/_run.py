@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,10 @@ from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
 from dltune.data import dataset_kind
 from dltune.measure._codec import decode_record
+from dltune.measure._store import STUDY_PREFIX, StudyRecord, StudyStore, load_storage_records
 from dltune.study._cost import CostModel
 from dltune.study._defaults import STUDY_FRAMEWORKS
 from dltune.study._plan import PHASE_SHARES, StudyPlan, StudyRun, plan_study
-from dltune.study._store import StudyRecord, StudyStore
 
 __all__ = ["ComparativeStudyResult", "run_study"]
 
@@ -71,7 +72,7 @@ class ComparativeStudyResult:
         if s["tune_note"]:
             lines.append(f"tune: {s['tune_note']}")
         if self.out:
-            lines.append(f"records and report in {self.out}")
+            lines.append(f"records and summary in {self.out}")
         lines.append("render it with: dltune report" + (
             f" --storage {s['storage']}" if self.storage != DEFAULT_STORAGE else ""))
         return "\n".join(lines)
@@ -80,7 +81,7 @@ class ComparativeStudyResult:
 def resolve_frameworks(frameworks: str | list[str]) -> tuple[list[str], list[str]]:
     """The frameworks to study and notes about those left out as unavailable."""
     from dltune._bench import interpreter_for
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
 
     if isinstance(frameworks, str):
         names = list(STUDY_FRAMEWORKS) if frameworks == "all" else [
@@ -124,7 +125,7 @@ def run_study(
     storage: str | None = None,
     out: str | Path | None = None,
     epoch_cap: int | None = None,
-    tune: bool = True,
+    tune: Callable[..., Any] | None = None,
     tune_trials: int | None = None,
     progress: bool = True,
     dataset_params: dict[str, Any] | None = None,
@@ -137,6 +138,13 @@ def run_study(
     (``tune_trials`` trials each; by default as many as its budget share allows, 2 to 20).
     Each group of phases gets a share of the budget (see ``PHASE_SHARES``) and runs whose
     predicted time does not fit what is left are skipped and listed.
+
+    Args:
+        tune: the function that runs each framework's short tune, called as
+            :func:`dltune.tuning.tune` (pass that one); None (or False) skips the tuning phase.
+        out: a folder to write ``records.jsonl`` and ``summary.json`` to; the report is
+            :func:`dltune.report.write_report` on those records (``dltune study --out`` writes
+            it there as ``report.html``).
     """
     from dltune._bench import measure
     from dltune._workload import Workload, as_workload
@@ -148,6 +156,10 @@ def run_study(
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
     if tune_trials is not None:
         tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
+    tune_fn = tune or None
+    if tune_fn is not None and not callable(tune_fn):
+        raise ParameterError(f"The 'tune' parameter must be a tune function such as "
+                             f"dltune.tuning.tune, or None. Got {tune!r} instead.")
     # Nothing is written before every argument is checked: ``out`` is checked now and made
     # only once the storage is open (opening it makes its SQLite file), which comes last.
     if out is not None:
@@ -169,7 +181,6 @@ def run_study(
         wall = trial.user_attrs.get("wall_s")
         if record is not None and wall:
             cost.observe(TrainConfig.from_dict(record.config), float(wall), record.metrics, warm=False)
-    tune_fn, tune_note = _tune_function() if tune else (None, "tuning phase turned off")
     plan = plan_study(
         chosen,
         workload_fingerprint=data.fingerprint(),
@@ -233,7 +244,7 @@ def run_study(
             allot = budget_s * shares["tune"] / total_share + carry
             result.tune_note = _tune_phase(tune_fn, wl, chosen, plan, store, allot, progress, pool)
         else:
-            result.tune_note = tune_note
+            result.tune_note = "tuning phase turned off"
     finally:
         if own_pool:
             pool.close()
@@ -246,7 +257,7 @@ def run_study(
 
 def _measure_one(measure, wl, run: StudyRun, store: StudyStore, cost: CostModel,
                  predicted: float, pool):
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
 
     config = run.config.replace(timeout_s=min(3600.0, max(300.0, 10 * predicted)))
     config.validate(list(BACKENDS))
@@ -257,15 +268,6 @@ def _measure_one(measure, wl, run: StudyRun, store: StudyStore, cost: CostModel,
     store.add(record, run.key, run.phases, run.label, wall)
     cost.observe(run.config, wall, record.metrics if record.ok else None)
     return record, wall
-
-
-def _tune_function():
-    """dltune.tuning.tune when that package is installed, else the reason it is not."""
-    try:
-        from dltune.tuning import tune
-    except ImportError as exc:
-        return None, f"tuning phase skipped: dltune.tuning is not available ({exc})"
-    return tune, None
 
 
 def _tune_phase(tune_fn, wl, frameworks, plan, store, allot_s, progress, pool) -> str:
@@ -289,8 +291,6 @@ def _tune_phase(tune_fn, wl, frameworks, plan, store, allot_s, progress, pool) -
 
 
 def _tune_records(storage: str, workload_name: str) -> list[StudyRecord]:
-    from dltune.study._store import STUDY_PREFIX, load_storage_records
-
     return [r for r in load_storage_records(storage, [workload_name])
             if not (r.source or "").startswith(STUDY_PREFIX)]
 
@@ -301,6 +301,3 @@ def _write_out(out: Path, result: ComparativeStudyResult) -> None:
         for rec in result.records:
             fh.write(json.dumps(rec.to_dict(), sort_keys=True) + "\n")
     (out / "summary.json").write_text(json.dumps(result.summary(), indent=1, sort_keys=True))
-    from dltune.report import write_report
-
-    write_report(records=str(out / "records.jsonl"), out=str(out / "report.html"), format="html")

@@ -25,6 +25,8 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune._paths import while_unchanged
 from dltune._storage_url import require_database, sqlite_path
+from dltune.measure._shipped import calibration_records, load_shipped_records, shipped_kb_path
+from dltune.measure._storage import open_storage
 from dltune.measure._storage_reader import read_storage_records
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
@@ -61,8 +63,6 @@ def load_storage_measurements(storage: str) -> list[dict[str, Any]]:
         storage, "recommend fits on the records 'dltune tune', 'study' and 'bench' stored there"))
     if path is not None:
         return read_storage_records(path)
-    from dltune.tuning._storage import open_storage
-
     # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
     return read_storage_records(open_storage(storage, heartbeat=False))
 
@@ -92,8 +92,6 @@ def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[di
 def shipped_model_dir() -> Path:
     """The package's ``kb/surrogates/``: the surrogates fitted on the shipped knowledge base and
     the shipped calibrations, written by :func:`export_shipped_model`."""
-    from dltune.kb._store import shipped_kb_path
-
     return shipped_kb_path().parent / "surrogates"
 
 
@@ -101,9 +99,6 @@ def shipped_model_key() -> str:
     """The cache key of a fit on the shipped knowledge base and the shipped calibrations alone:
     what ``recommend`` fits on an install with no records of its own and no calibration in its
     cache."""
-    from dltune.kb._calibrate import calibration_records
-    from dltune.kb._store import shipped_kb_path
-
     return _fit_key(shipped_kb_path(), calibration_records(shipped=True, cache=False), [])
 
 
@@ -117,9 +112,6 @@ def export_shipped_model(out: str | Path | None = None) -> dict[str, Any]:
     format, the knowledge base or the shipped calibrations changes the key, and until this runs
     again the first ``recommend`` fits as before.
     """
-    from dltune.kb._calibrate import calibration_records
-    from dltune.kb._store import load_shipped_records, shipped_kb_path
-
     kb_file = shipped_kb_path()
     calibrations = calibration_records(shipped=True, cache=False)
     key = _fit_key(kb_file, calibrations, [])
@@ -176,9 +168,6 @@ def fitted_model(
             the training-time surrogate how fast those machines run the shipped knowledge
             base's workloads); default: when fitting on the shipped knowledge base.
     """
-    from dltune.kb._calibrate import calibration_records
-    from dltune.kb._store import load_shipped_records, shipped_kb_path
-
     kb_file = Path(kb_path) if kb_path is not None else shipped_kb_path()
     storage = default_storage() if storage == "default" else storage
     extra = _extra_records(records)

@@ -30,7 +30,7 @@ __all__ = ["tune"]
 
 def _frameworks(frameworks: str | Iterable[str]) -> list[str]:
     from dltune._bench import interpreter_for
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
 
     names = [f.strip() for f in frameworks.split(",")] if isinstance(frameworks, str) else list(frameworks)
     if not names or len(set(names)) != len(names):

@@ -75,7 +75,7 @@ def _run_here(study: Any, storage: Any, spec: StudySpec, n_trials: int, timeout:
 def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: float | None,
                  progress: bool, framework: str) -> None:
     """Start ``workers`` local ``dltune worker`` processes on the study and wait for them."""
-    from dltune.tuning._storage import _scrub
+    from dltune._storage_url import _scrub
 
     env = dict(os.environ)
     env["DLTUNE_STORAGE"] = url  # the password travels in the environment, never in argv

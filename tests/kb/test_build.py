@@ -147,7 +147,7 @@ def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny
 
 
 def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monkeypatch):
-    import dltune.kb._calibrate as calibrate
+    import dltune.measure._shipped as shipped
     from dltune.kb import calibration_records, export_calibration, shipped_calibration_paths
 
     folder = tmp_path / "calibration-0123456789"
@@ -160,7 +160,7 @@ def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monk
     assert json.loads((tmp_path / "ship" / "calibration-0123456789_provenance.json").read_text())["shipped_ok"] == 3
     assert shipped_calibration_paths(tmp_path / "nothing") == []
     # Shipped files are read with the cache's folders; a run found twice counts once.
-    monkeypatch.setattr(calibrate, "shipped_calibration_paths", lambda: [path, path])
+    monkeypatch.setattr(shipped, "shipped_calibration_paths", lambda: [path, path])
     found = calibration_records()
     ids = [e["id"] for e in found]
     assert len(ids) == len(set(ids)) and {r.id for r in records} <= set(ids)
@@ -182,18 +182,18 @@ def test_calibration_files_are_parsed_again_only_when_they_change(tiny_kb, tmp_p
     is not parsed again, a changed one is, and what a caller does to the records it got does
     not reach the next caller."""
     import dltune._paths as paths
-    import dltune.kb._calibrate as calibrate
+    import dltune.measure._shipped as shipped
     from dltune.kb import calibration_records
 
     monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
-    monkeypatch.setattr(calibrate, "shipped_calibration_paths", lambda: [])
+    monkeypatch.setattr(shipped, "shipped_calibration_paths", lambda: [])
     folder = tmp_path / "cache" / "kb" / "calibration-0123456789"
     records = RecordStore(tiny_kb).records()[:3]
     for r in records[:2]:
         RecordStore(folder).append(r, {"suite": "calibration"})
     parsed = []
-    real = calibrate.read_jsonl
-    monkeypatch.setattr(calibrate, "read_jsonl", lambda path: parsed.append(path) or real(path))
+    real = shipped.read_jsonl
+    monkeypatch.setattr(shipped, "read_jsonl", lambda path: parsed.append(path) or real(path))
     first = calibration_records()
     first[0]["id"] = "changed by a caller"
     second = calibration_records()

@@ -11,6 +11,7 @@ import pytest
 from dltune._errors import ParameterError
 from dltune.measure._codec import decode_record
 from dltune.study import PHASES, StudyStore, run_study
+from dltune.tuning import tune
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ def storage(tmp_path_factory):
 @pytest.fixture(scope="module")
 def first(storage):
     return run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-                     epoch_cap=1, tune_trials=2, dataset_params=DATA, progress=False)
+                     epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
 
 
 def test_every_phase_is_measured_and_stored(first, storage):
@@ -52,7 +53,7 @@ def test_every_phase_is_measured_and_stored(first, storage):
 
 def test_a_second_call_resumes_without_measuring_again(first, storage):
     again = run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-                      epoch_cap=1, tune_trials=2, dataset_params=DATA, progress=False)
+                      epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
     assert again.ran == 0
     assert again.resumed == len(first.plan.runs)
     assert len(again.records) == len(first.records)
@@ -72,7 +73,7 @@ def test_a_resumed_study_sizes_its_runs_by_the_stored_ones(first, storage, monke
 
     monkeypatch.setattr(CostModel, "observe", seen)
     run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-              epoch_cap=1, tune_trials=2, dataset_params=DATA, progress=False)
+              epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
     assert len(walls) == len(first.plan.runs) and all(w > 0 for w in walls)
 
 
@@ -82,7 +83,7 @@ def test_cli_writes_records_and_a_report_from_the_real_study(first, storage, tmp
                "--data", "n_train=200", "--data", "n_test=60", "--budget-minutes", "10",
                "--max-epochs", "1", "--no-tune", "--quiet", "--storage", storage, "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "0 runs measured" in proc.stdout
+    assert "0 runs measured" in proc.stdout and f"report in {out / 'report.html'}" in proc.stdout
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == len(first.records)
     summary = json.loads((out / "summary.json").read_text())
@@ -119,6 +120,7 @@ def test_cli_errors_are_one_line(cli, tmp_path):
     ({"storage": "sqlite:///{tmp}/text.db"}, "'storage'"),
     ({"storage": "foo"}, "'storage'"),
     ({"out": "{tmp}/text.db"}, "'out'"),
+    ({"tune": True}, "'tune' parameter must be a tune function"),
 ])
 def test_nothing_is_written_before_every_argument_is_checked(tmp_path, kwargs, says):
     """The --out folder was made, and the storage opened, before the frameworks, the workload

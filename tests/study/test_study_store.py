@@ -74,14 +74,14 @@ def test_a_record_whose_study_field_is_no_dict_is_refused_naming_the_field():
 
 def test_a_password_a_driver_error_quotes_alone_is_hidden(monkeypatch):
     """The driver's message may quote the password without the URL around it."""
-    import dltune.tuning._storage as storage
+    import dltune.measure._store as store
 
     url = "postgresql://dltune:pa@ss99Q@db.example:5432/dltune"
 
     def refuse(**kwargs):
         raise RuntimeError('FATAL: password "pa@ss99Q" authentication failed for user "dltune"')
 
-    monkeypatch.setattr(storage, "open_storage", lambda *args, **kwargs: object())
+    monkeypatch.setattr(store, "open_storage", lambda *args, **kwargs: object())
     monkeypatch.setattr(optuna, "get_all_study_names", refuse)
     with pytest.raises(ParameterError) as refused:
         load_storage_records(url)

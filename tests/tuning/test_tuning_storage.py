@@ -11,8 +11,9 @@ import time
 import pytest
 
 from dltune import ParameterError
+from dltune._storage_url import _scrub
 from dltune.tuning import StorageError, mask_url, open_storage
-from dltune.tuning._storage import SQLiteWriters, _scrub, check_url, reservation_lock, sqlite_path
+from dltune.tuning._storage import SQLiteWriters, check_url, reservation_lock, sqlite_path
 
 
 def test_mask_url_hides_passwords_only():

@@ -1,4 +1,4 @@
-"""Study records in an Optuna storage: one trial per measurement, tagged with its phases.
+"""Study and bench records in an Optuna storage: one trial per measurement, tagged with its phases.
 
 Records live in the study ``dltune-study:<workload>`` (directions: maximise accuracy, minimise
 training time) as trials whose user attributes hold the whole :class:`Measurement` (written by
@@ -17,6 +17,7 @@ from dltune._errors import ParameterError
 from dltune._storage_url import _scrub, default_storage_url
 from dltune.measure._codec import decode_record, encode
 from dltune.measure._record import Measurement
+from dltune.measure._storage import open_storage
 
 __all__ = [
     "BENCH_PREFIX",
@@ -81,7 +82,7 @@ def _optuna():
 def _distributions():
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    from dltune.backends import BACKENDS
+    from dltune.backends._registry import BACKENDS
     from dltune.config import OPTIMIZERS
 
     return {
@@ -103,8 +104,6 @@ class StudyStore:
 
     def __init__(self, storage: str | None, workload_name: str, prefix: str = STUDY_PREFIX) -> None:
         optuna = _optuna()
-        from dltune.tuning._storage import open_storage
-
         self.storage_url = storage or default_storage_url()
         self.name = study_name(workload_name, prefix)
         # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
@@ -223,8 +222,6 @@ def load_storage_records(storage: str, workloads: Iterable[str] | None = None) -
     cannot be reached (opened as :func:`dltune.tuning.open_storage` opens it).
     """
     optuna = _optuna()
-    from dltune.tuning._storage import open_storage
-
     opened = open_storage(storage, heartbeat=False)
     try:
         names = optuna.get_all_study_names(storage=opened)
