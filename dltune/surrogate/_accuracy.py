@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from dltune._errors import ParameterError
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
 from dltune.surrogate._quantile import QuantileGBMRegressor
 from dltune.surrogate._sklearn_api import LazyConstraints
 
 __all__ = ["MIN_ORDER_ROWS", "MIN_SPAN", "AccuracySurrogate", "workload_ranks"]
 
-# Rows of one workload predicted together before AccuracySurrogate reorders them by its order model.
+# Rows of one workload that AccuracySurrogate.rank_within_workloads reorders by its order model.
 MIN_ORDER_ROWS = 10
 # The least distance from the reference to chance, in log error ratio, that AccuracySurrogate's
 # value target divides by (a reference no better than chance has none).
@@ -81,10 +82,12 @@ class AccuracySurrogate(QuantileGBMRegressor):
     (``groups`` at fit, else equal workload columns), scaled to [0, 1], tied rows sharing their
     average (:func:`workload_ranks`). Squared error on the
     ratio is dominated by the few runs that diverge (100x the reference's error); ranks weigh
-    every run alike, which is what ordering the good configurations needs. Where at least
-    :data:`MIN_ORDER_ROWS` rows of one workload are predicted together (a recommendation's
-    candidates, a workload's measured runs), the point predictions are the same values
-    reassigned in that learnt order: the value model says how accurate the workload's
+    every run alike, which is what ordering the good configurations needs. :meth:`predict` and
+    :meth:`predict_interval` are row by row (the value model's); the workload-level step is
+    explicit: :meth:`rank_within_workloads` (used by
+    :meth:`predict_interval_within_workloads`) reassigns the point predictions of each workload
+    with at least :data:`MIN_ORDER_ROWS` rows (a recommendation's candidates, a workload's
+    measured runs) in that learnt order: the value model says how accurate the workload's
     configurations are, the order model which of them is which.
 
     The interval's quantile ensembles split on ``band_columns`` (default: ``tree_columns``),
@@ -228,9 +231,29 @@ class AccuracySurrogate(QuantileGBMRegressor):
         return t / self._span(X)
 
     def _point_target(self, X: np.ndarray) -> np.ndarray:
+        """Row by row: the value model's point, as a ratio target."""
         point = super()._point_target(X)
         if len(self.reference_columns):
             point = point * self._span(X)  # the share of the way to chance, as a ratio target
+        return point
+
+    def rank_within_workloads(self, X: Any, point: Any) -> np.ndarray:
+        """``point``, predictions for the rows ``X`` in the learned target space (the first of
+        :meth:`predict_target`), reassigned within each workload by the order model.
+
+        Rows with equal ``workload_columns`` are one workload; where one has at least
+        :data:`MIN_ORDER_ROWS` rows, its values are reassigned so that the lowest error ratio
+        goes to the row the order (and ``transfer``'s) models rank first. Other rows keep
+        theirs. Unlike :meth:`predict`, a row's result depends on the rows beside it: this is
+        the explicit workload-level step (:meth:`predict_interval_within_workloads`).
+        """
+        X = self._check_fitted(X)
+        point = np.array(point, dtype=np.float64).ravel()
+        if len(point) != len(X):
+            raise ParameterError(
+                f"The 'point' parameter must hold one value per row of X ({len(X)}). "
+                f"Got {len(point)} instead."
+            )
         if getattr(self, "order_", None) is None or len(X) < MIN_ORDER_ROWS:
             return point
         rows_seen, inverse = np.unique(self._trees_X(X), axis=0, return_inverse=True)
@@ -246,6 +269,13 @@ class AccuracySurrogate(QuantileGBMRegressor):
                 # The value model's values, the order model's order (lowest error ratio first).
                 point[rows[np.argsort(key, kind="stable")]] = np.sort(point[rows])
         return point
+
+    def predict_interval_within_workloads(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`predict_interval` with the points reassigned within each workload
+        (:meth:`rank_within_workloads`) and the interval stretched to hold them, as
+        :meth:`predict_target` stretches it to hold a row's own point."""
+        X = self._check_fitted(X)
+        return self._interval_around(X, self.rank_within_workloads(X, self._point_target(X)))
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         arrays = super().to_arrays(prefix)

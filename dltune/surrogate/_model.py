@@ -17,7 +17,7 @@ import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
 from dltune._validation import check_int
-from dltune.backends import BACKENDS
+from dltune.backends._registry import BACKENDS
 from dltune.surrogate._accuracy import AccuracySurrogate
 from dltune.surrogate._calibration import (
     MIN_MACHINE_FRAMEWORK_RECORDS,
@@ -361,7 +361,12 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             )
 
     def predict(self, rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-        """Per row: ``accuracy``, ``train_time_s``, ``peak_rss_mb`` and their ``_low`` / ``_high``."""
+        """Per row: ``accuracy``, ``train_time_s``, ``peak_rss_mb`` and their ``_low`` / ``_high``.
+
+        The surrogates predict row by row, but the accuracy points of one workload's rows are
+        then reassigned within it by the order model, an explicit workload-level step
+        (``AccuracySurrogate.rank_within_workloads``): a recommendation's candidates are ranked
+        by it, so a row's accuracy depends on the rows of its workload predicted with it."""
         self._check_fitted()
         unknown = {r["config"]["framework"] for r in rows} - set(self.encoder_.frameworks_)
         if unknown:
@@ -371,10 +376,10 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             )
         X = self.encoder_.transform(rows)
         out: dict[str, np.ndarray] = {}
-        for key, est in (("accuracy", self.accuracy_), ("train_time_s", self.train_time_),
-                         ("peak_rss_mb", self.memory_)):
-            point, low, high = est.predict_interval(X)
-            out[key], out[f"{key}_low"], out[f"{key}_high"] = point, low, high
+        for key, predict_interval in (("accuracy", self.accuracy_.predict_interval_within_workloads),
+                                      ("train_time_s", self.train_time_.predict_interval),
+                                      ("peak_rss_mb", self.memory_.predict_interval)):
+            out[key], out[f"{key}_low"], out[f"{key}_high"] = predict_interval(X)
         if self.machine_speed_ or self.machine_memory_ or self.machine_time_ or self.machine_now_:
             keys: dict[int, str] = {}  # candidates share one hardware dict: one key each
             for r in rows:

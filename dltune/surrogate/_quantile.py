@@ -212,14 +212,19 @@ class QuantileGBMRegressor(EstimatorAPI):
     def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the calibrated interval ``(point, low, high)``."""
         X = self._check_fitted(X)
-        point, low, high = self.predict_target(X)
-        values = [self._from_target(X, v) for v in (point, low, high)]
+        return self._interval_around(X, self._point_target(X))
+
+    def _interval_around(self, X: np.ndarray, point: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(point, low, high)`` in output units for ``point`` (learned target space): the
+        calibrated band, stretched to hold the point where it falls outside."""
+        low, high = self._band_target(self._band_X(X))
+        values = [self._from_target(X, v) for v in (point, np.minimum(low, point), np.maximum(high, point))]
         return values[0], np.minimum(values[1], values[2]), np.maximum(values[1], values[2])
 
     def predict_band(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """The calibrated interval ``(low, high)`` of the quantile ensembles alone: as
         :meth:`predict_interval`'s but not stretched to hold the point where it falls outside
-        (the point is not computed, which is what costs most where an order model ranks it)."""
+        (the point is not computed)."""
         X = self._check_fitted(X)
         low, high = (self._from_target(X, end) for end in self._band_target(self._band_X(X)))
         return np.minimum(low, high), np.maximum(low, high)

@@ -262,6 +262,11 @@ def test_groups_hold_out_whole_groups_in_the_conformal_calibration():
         QuantileGBMRegressor(max_iter=5).fit(X, y, groups=[1, 2, 3])
 
 
+def _ranked(est, X):
+    """The points of ``X`` reassigned within each workload (the explicit workload step)."""
+    return est.predict_interval_within_workloads(X)[0]
+
+
 def _rank_corr(a, b):
     ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
     return float(np.corrcoef(ra, rb)[0, 1])
@@ -304,22 +309,25 @@ def test_accuracy_order_model_reorders_a_workloads_values():
     ordered = AccuracySurrogate(workload_columns=(0, 1), **kw).fit(X, y, groups)
     assert plain.order_ is None and ordered.order_ is not None
     one = X[groups == 2]
+    # Row by row, predict is the value model's.
+    assert np.array_equal(ordered.predict(one), plain.predict(one))
     # The same values as the value model's, in the order model's order (lowest error first).
-    assert np.allclose(np.sort(ordered.predict(one)), np.sort(plain.predict(one)))
-    point = ordered._point_target(one)
+    assert np.allclose(np.sort(_ranked(ordered, one)), np.sort(plain.predict(one)))
+    point = ordered.rank_within_workloads(one, ordered.predict_target(one)[0])
     order = ordered.order_.predict(one[:, [1, 2]])
     assert np.all(np.diff(point[np.argsort(order, kind="stable")]) >= 0)
     # It learnt the order: the rank correlation with the measured accuracy stays high.
-    assert _rank_corr(ordered.predict(one), y[groups == 2]) > 0.9
+    assert _rank_corr(_ranked(ordered, one), y[groups == 2]) > 0.9
     # Fewer rows than MIN_ORDER_ROWS: the value model alone.
-    assert np.allclose(ordered.predict(one[:3]), plain.predict(one[:3]))
+    assert np.allclose(_ranked(ordered, one[:3]), plain.predict(one[:3]))
     # Saved and restored with its order model.
     restored = AccuracySurrogate(workload_columns=(0, 1), **kw)
     restored.load_arrays(ordered.to_arrays("a."), "a.")
-    assert np.allclose(restored.predict(one), ordered.predict(one))
+    assert np.allclose(_ranked(restored, one), _ranked(ordered, one))
     two = np.vstack([X[groups == 2], X[groups == 4]])  # two workloads in one call: each on its own
-    both = ordered.predict(two)
-    assert np.allclose(both[:40], ordered.predict(X[groups == 2])) and np.allclose(both[40:], ordered.predict(X[groups == 4]))
+    both = _ranked(ordered, two)
+    assert np.allclose(both[:40], _ranked(ordered, X[groups == 2]))
+    assert np.allclose(both[40:], _ranked(ordered, X[groups == 4]))
 
 
 def _two_kinds_of_workload(seed=0):
@@ -354,19 +362,19 @@ def test_accuracy_order_transfers_from_the_most_alike_measured_workloads():
     assert alone.transfer_trees_ == []
     full = AccuracySurrogate(transfer=1.0, **kw).fit(X, y, groups)
     assert len(full.transfer_trees_) == 8 and list(full.transfer_models_) == [0, 1] * 4
-    assert _rank_corr(full.predict(new_a), rising) > 0.95
-    assert abs(_rank_corr(alone.predict(new_a), rising)) < 0.6
+    assert _rank_corr(_ranked(full, new_a), rising) > 0.95
+    assert abs(_rank_corr(_ranked(alone, new_a), rising)) < 0.6
     half = AccuracySurrogate(transfer=0.5, **kw).fit(X, y, groups)
-    assert _rank_corr(half.predict(new_a), rising) > _rank_corr(alone.predict(new_a), rising)
+    assert _rank_corr(_ranked(half, new_a), rising) > _rank_corr(_ranked(alone, new_a), rising)
     # Halfway between the kinds, the model decides: B's model, B's order.
     new_b = new_a.copy()
     new_b[:, 0], new_b[:, 3], new_b[:, 4] = 2.6, 0.0, 1.0
-    assert _rank_corr(full.predict(new_b), -lr) > 0.95
+    assert _rank_corr(_ranked(full, new_b), -lr) > 0.95
     # The same values as without transfer, reassigned; saved and restored with its rank models.
-    assert np.allclose(np.sort(full.predict(new_a)), np.sort(alone.predict(new_a)))
+    assert np.allclose(np.sort(_ranked(full, new_a)), np.sort(_ranked(alone, new_a)))
     restored = AccuracySurrogate(transfer=1.0, **kw)
     restored.load_arrays(full.to_arrays("a."), "a.")
-    assert np.allclose(restored.predict(new_b), full.predict(new_b))
+    assert np.allclose(_ranked(restored, new_b), _ranked(full, new_b))
     with pytest.raises(ParameterError, match=r"The 'transfer' parameter of AccuracySurrogate must be"):
         AccuracySurrogate(transfer=1.5, **kw).fit(X, y, groups)
     with pytest.raises(ParameterError, match=r"The 'transfer_bandwidth' parameter of AccuracySurrogate must be"):
