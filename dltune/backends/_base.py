@@ -86,9 +86,14 @@ class Trainer(ABC):
     def get_params(self) -> list[np.ndarray]:
         """The current weights in the canonical layout and order."""
 
+    def get_state(self) -> list[np.ndarray]:
+        """The running statistics (:meth:`ModelSpec.state_shapes`, in that order); a backend
+        whose model has any returns them."""
+        return []
+
     @abstractmethod
     def count_params(self) -> int:
-        """The parameter count as the framework itself reports it."""
+        """The trainable parameter count as the framework itself reports it."""
 
     def device_peak_memory_mb(self) -> float | None:
         """Peak accelerator memory, where the backend ran on one."""
@@ -188,8 +193,8 @@ def run_steps(
 ) -> dict[str, Any]:
     """Build from the canonical initial weights, train on exactly ``batches``, report the state.
 
-    Returns the weights after the steps (canonical layout), the mean loss over the steps, the
-    test-set predictions and the backend's own parameter count.
+    Returns the weights after the steps (canonical layout), the running statistics, the mean
+    loss over the steps, the test-set predictions and the backend's own parameter count.
     """
     x_train, y_train, x_test, y_test = data
     trainer = trainer_cls(spec, config)
@@ -200,6 +205,7 @@ def run_steps(
                                      np.asarray(lrs, dtype=np.float32)))
     return {
         "params": [np.asarray(p) for p in trainer.get_params()],
+        "state": [np.asarray(a) for a in trainer.get_state()],
         "loss": loss,
         "predictions": np.asarray(trainer.predict()),
         "param_count": int(trainer.count_params()),

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from dltune.models._spec import BATCH_NORM_EPSILON, BATCH_NORM_MOMENTUM, Conv1D, MaxPool1D
 
 __all__ = [
     "ALIGNMENT",
@@ -11,6 +15,9 @@ __all__ = [
     "dense_rows_chw_to_hwc",
     "dense_rows_hwc_to_chw",
     "CompiledGraphTrainer",
+    "graph_batch_norm",
+    "graph_conv1d",
+    "graph_pool1d",
     "graph_updates",
     "is_aligned",
     "learning_rates",
@@ -81,16 +88,19 @@ def learning_rates(config: dict, epoch: int, first_iteration: int, n_batches: in
     return rates.astype(np.float32)
 
 
-def dense_rows_chw_to_hwc(weight: np.ndarray, chw: tuple[int, int, int]) -> np.ndarray:
-    """Reorder a dense weight's input rows from (C, H, W) flatten order to (H, W, C)."""
-    c, h, w = chw
-    return weight.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(c * h * w, -1)
+def dense_rows_chw_to_hwc(weight: np.ndarray, chw: tuple[int, ...]) -> np.ndarray:
+    """Reorder a dense weight's input rows from (C, H, W) flatten order to (H, W, C); a
+    (C, L) map likewise from (C, L) to (L, C)."""
+    k = len(chw)
+    order = (*range(1, k), 0, k)
+    return weight.reshape(*chw, -1).transpose(order).reshape(int(np.prod(chw)), -1)
 
 
-def dense_rows_hwc_to_chw(weight: np.ndarray, chw: tuple[int, int, int]) -> np.ndarray:
+def dense_rows_hwc_to_chw(weight: np.ndarray, chw: tuple[int, ...]) -> np.ndarray:
     """Inverse of :func:`dense_rows_chw_to_hwc`."""
-    c, h, w = chw
-    return weight.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+    k = len(chw)
+    order = (k - 1, *range(k - 1), k)
+    return weight.reshape(*chw[1:], chw[0], -1).transpose(order).reshape(int(np.prod(chw)), -1)
 
 
 def graph_updates(kind, params, grads, lr, decay, momentum, shared, sqr, sqrt) -> list[tuple]:
@@ -127,6 +137,62 @@ def graph_updates(kind, params, grads, lr, decay, momentum, shared, sqr, sqrt) -
     return updates
 
 
+def graph_batch_norm(h, gamma, beta, running: list, train: bool, sqrt) -> tuple[Any, list[tuple]]:
+    """Symbolic batch norm over axis 1 for Theano-style graphs, and its running statistics'
+    updates (none in inference), as defined in ``dltune/models/_layers.py``.
+
+    ``running`` holds the shared running mean and variance; ``sqrt`` is the framework's own.
+    """
+    axes = (0, *range(2, h.ndim))
+    pattern = ("x", 0, *("x",) * (h.ndim - 2))
+    updates: list[tuple] = []
+    if train:
+        mean = h.mean(axis=axes)
+        centred = h - mean.dimshuffle(*pattern)
+        var = (centred * centred).mean(axis=axes)
+        m = np.float32(BATCH_NORM_MOMENTUM)
+        updates = [(stat, (np.float32(1.0) - m) * stat + m * value)
+                   for stat, value in zip(running, (mean, var), strict=True)]
+    else:
+        mean, var = running
+        centred = h - mean.dimshuffle(*pattern)
+    inv_std = np.float32(1.0) / sqrt(var + np.float32(BATCH_NORM_EPSILON))
+    return centred * (gamma * inv_std).dimshuffle(*pattern) + beta.dimshuffle(*pattern), updates
+
+
+def _graph_windows1d(ops, x, size: int, stride: int, out_len: int):
+    """The ``size`` strided views of ``x`` (N, C, L), stacked: (N, C, size, out_len)."""
+    return ops.stack([x[:, :, i : i + stride * (out_len - 1) + 1 : stride] for i in range(size)], axis=2)
+
+
+def graph_conv1d(ops, x, w, b, layer: Conv1D, in_shape: tuple[int, ...]):
+    """Cross-correlation of ``x`` (N, C, L) with ``w`` (F, C, k), plus ``b``, for Theano-style
+    graphs (``ops``: ``theano.tensor`` or ``pytensor.tensor``): im2col and one matrix product."""
+    c, length = in_shape
+    f, out_len = layer.output_shape(in_shape)
+    k = layer.kernel
+    if layer.padding == "same":
+        p = k // 2
+        padded = ops.zeros((x.shape[0], c, length + 2 * p), dtype="float32")
+        x = ops.set_subtensor(padded[:, :, p : p + length], x)
+    n = x.shape[0]
+    cols = _graph_windows1d(ops, x, k, layer.stride, out_len).dimshuffle(0, 3, 1, 2).reshape((n * out_len, c * k))
+    out = ops.dot(cols, w.reshape((f, c * k)).T)
+    return out.reshape((n, out_len, f)).dimshuffle(0, 2, 1) + b.dimshuffle("x", 0, "x")
+
+
+def graph_pool1d(ops, x, layer, in_shape: tuple[int, ...]):
+    """1-D max or average pooling for Theano-style graphs; max pooling sends its gradient to
+    each window's first maximum, as PyTorch, TensorFlow and MXNet do."""
+    _, out_len = layer.output_shape(in_shape)
+    windows = _graph_windows1d(ops, x, layer.size, layer.stride, out_len)  # (N, C, size, OL)
+    if not isinstance(layer, MaxPool1D):
+        return windows.mean(axis=2)
+    first = ops.argmax(windows, axis=2, keepdims=True)  # no gradient flows through the index
+    positions = ops.arange(layer.size).reshape((1, 1, -1, 1))
+    return (windows * ops.eq(positions, first).astype("float32")).sum(axis=2)
+
+
 class CompiledGraphTrainer:
     """The Trainer methods Theano and PyTensor share once ``compile()`` has set
     ``_train_fn(idx, lr) -> loss`` and ``_predict_fn(x) -> labels`` over shared ``params``.
@@ -155,6 +221,9 @@ class CompiledGraphTrainer:
 
     def get_params(self) -> list[np.ndarray]:
         return [np.array(p.get_value(borrow=False)) for p in self.params]
+
+    def get_state(self) -> list[np.ndarray]:
+        return [np.array(a.get_value(borrow=False)) for a in self.state]
 
     def count_params(self) -> int:
         return int(sum(p.get_value(borrow=True).size for p in self.params))

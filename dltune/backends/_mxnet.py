@@ -23,14 +23,24 @@ from mxnet import autograd, gluon
 
 from dltune.backends._base import Trainer
 from dltune.models._spec import (
+    BATCH_NORM_EPSILON,
+    BATCH_NORM_MOMENTUM,
     Activation,
+    AvgPool1D,
     AvgPool2D,
+    BatchNorm,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
+    Embedding,
     Flatten,
+    GlobalAvgPool2D,
+    MaxPool1D,
     MaxPool2D,
     ModelSpec,
+    Residual,
+    sequence_shapes,
 )
 
 __all__ = ["MXNetTrainer", "TRAINER", "build_gluon_model"]
@@ -40,13 +50,31 @@ _MAX_QUEUED_BATCHES = 16
 _PREDICT_CHUNK = 1024
 
 
+class _Residual(gluon.HybridBlock):
+    """``body(x) + shortcut(x)`` (an empty shortcut passes ``x`` through)."""
+
+    def __init__(self, body: tuple, shortcut: tuple, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        with self.name_scope():
+            self.body = _gluon_sequence(body, shape)
+            self.shortcut = _gluon_sequence(shortcut, shape)
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return self.body(x) + self.shortcut(x)
+
+
 def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
-    """The spec as a Gluon network on NCHW inputs (canonical flatten order is native)."""
-    shapes = spec.shapes()
+    """The spec as a Gluon network on NCHW / NCW inputs (canonical flatten order is native)."""
+    return _gluon_sequence(spec.layers, tuple(spec.input_shape))
+
+
+def _gluon_sequence(layers: tuple, input_shape: tuple[int, ...]) -> gluon.nn.HybridSequential:
     net = gluon.nn.HybridSequential()
     with net.name_scope():
-        for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
-            if isinstance(layer, Conv2D):
+        for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
+            if isinstance(layer, Residual):
+                net.add(_Residual(layer.body, layer.shortcut, shape))
+            elif isinstance(layer, Conv2D):
                 pad = layer.kernel // 2 if layer.padding == "same" else 0
                 net.add(
                     gluon.nn.Conv2D(
@@ -58,6 +86,29 @@ def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
                 net.add(gluon.nn.MaxPool2D(layer.size, layer.stride))
             elif isinstance(layer, AvgPool2D):
                 net.add(gluon.nn.AvgPool2D(layer.size, layer.stride))
+            elif isinstance(layer, Embedding):
+                # (N, L, dim) transposed to dltune's channels-first (N, dim, L).
+                net.add(gluon.nn.Embedding(layer.vocab_size, layer.dim),
+                        gluon.nn.HybridLambda(lambda F, x: F.transpose(x, axes=(0, 2, 1))))
+            elif isinstance(layer, Conv1D):
+                pad = layer.kernel // 2 if layer.padding == "same" else 0
+                net.add(
+                    gluon.nn.Conv1D(
+                        layer.filters, layer.kernel, strides=layer.stride, padding=pad,
+                        in_channels=shape[0], layout="NCW",
+                    )
+                )
+            elif isinstance(layer, MaxPool1D):
+                net.add(gluon.nn.MaxPool1D(layer.size, layer.stride))
+            elif isinstance(layer, AvgPool1D):
+                net.add(gluon.nn.AvgPool1D(layer.size, layer.stride))
+            elif isinstance(layer, GlobalAvgPool2D):
+                net.add(gluon.nn.GlobalAvgPool2D(), gluon.nn.Flatten())  # (N, C, 1, 1) to (N, C)
+            elif isinstance(layer, BatchNorm):
+                # Gluon's momentum is the running statistics' share: 1 - dltune's. Its running
+                # variance moves by the biased batch variance, as dltune's.
+                net.add(gluon.nn.BatchNorm(axis=1, momentum=1.0 - BATCH_NORM_MOMENTUM,
+                                           epsilon=BATCH_NORM_EPSILON, in_channels=shape[0]))
             elif isinstance(layer, Flatten):
                 net.add(gluon.nn.Flatten())
             elif isinstance(layer, Dense):
@@ -71,8 +122,21 @@ def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
     return net
 
 
+def _leaf_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
+    """The blocks in the canonical order: a residual's body, then its shortcut."""
+    result: list[Any] = []
+    for b in net:
+        result += _leaf_blocks(b.body) + _leaf_blocks(b.shortcut) if isinstance(b, _Residual) else [b]
+    return result
+
+
 def _param_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
-    return [b for b in net if isinstance(b, (gluon.nn.Conv2D, gluon.nn.Dense))]
+    return [b for b in _leaf_blocks(net) if isinstance(
+        b, (gluon.nn.Conv2D, gluon.nn.Conv1D, gluon.nn.Dense, gluon.nn.BatchNorm, gluon.nn.Embedding))]
+
+
+def _running_stats(net: gluon.nn.HybridSequential) -> list[Any]:
+    return [p for b in _leaf_blocks(net) if isinstance(b, gluon.nn.BatchNorm) for p in (b.running_mean, b.running_var)]
 
 def _shared(array: np.ndarray, ctx: Any) -> Any:
     """An NDArray over ``array``'s memory on the CPU (a copy on a GPU context)."""
@@ -126,13 +190,22 @@ class MXNetTrainer(Trainer):
         self.ctx = mx.cpu()
         self.net = build_gluon_model(self.spec)
         self.net.initialize(ctx=self.ctx)
-        tensors = iter(params)
         self.params: list[Any] = []
+        # Whether each parameter is a Dense weight: (out, in), the canonical (in, out) transposed.
+        self._transposed: list[bool] = []
         for block in _param_blocks(self.net):
-            w, b = next(tensors), next(tensors)
-            block.weight.set_data(mx.nd.array(w if w.ndim == 4 else w.T, ctx=self.ctx))
-            block.bias.set_data(mx.nd.array(b, ctx=self.ctx))
-            self.params += [block.weight, block.bias]
+            if isinstance(block, gluon.nn.BatchNorm):
+                weights = [block.gamma, block.beta]
+            elif isinstance(block, gluon.nn.Embedding):
+                weights = [block.weight]
+            else:
+                weights = [block.weight, block.bias]
+            self.params += weights
+            self._transposed += [isinstance(block, gluon.nn.Dense)] + [False] * (len(weights) - 1)
+        for p, value, transposed in zip(self.params, params, self._transposed, strict=True):
+            p.set_data(mx.nd.array(value.T if transposed else value, ctx=self.ctx))
+        for stat, value in zip(_running_stats(self.net), self.spec.init_state(), strict=True):
+            stat.set_data(mx.nd.array(value, ctx=self.ctx))
         self.net.hybridize(static_alloc=True)
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         self.kind = cfg["optimizer"]
@@ -161,9 +234,13 @@ class MXNetTrainer(Trainer):
     def compile(self) -> None:
         # Build both cached graphs (training with gradients, inference) on real shapes.
         # Gradients are written but no update is applied, so the weights stay as built.
+        # The training pass moves the running statistics: they are put back afterwards.
+        running = [(stat, stat.data().copy()) for stat in _running_stats(self.net)]
         n = min(int(self.config["batch_size"]), int(self.x_train.shape[0]))
         self._forward_backward(mx.nd.arange(n, ctx=self.ctx)).wait_to_read()
         self.net(self.x_test[:_PREDICT_CHUNK]).wait_to_read()
+        for stat, value in running:
+            stat.set_data(value)
         mx.nd.waitall()
 
     def _update(self, lr: float) -> None:
@@ -218,13 +295,17 @@ class MXNetTrainer(Trainer):
 
     def get_params(self) -> list[np.ndarray]:
         result = []
-        for p in self.params:
+        for p, transposed in zip(self.params, self._transposed, strict=True):
             a = p.data().asnumpy()
-            result.append(np.ascontiguousarray(a.T) if a.ndim == 2 else a)
+            result.append(np.ascontiguousarray(a.T) if transposed else a)
         return result
 
+    def get_state(self) -> list[np.ndarray]:
+        return [stat.data().asnumpy() for stat in _running_stats(self.net)]
+
     def count_params(self) -> int:
-        return int(sum(p.data().size for p in self.net.collect_params().values()))
+        # Trainable parameters only: the running statistics have no gradient.
+        return int(sum(p.data().size for p in self.net.collect_params().values() if p.grad_req != "null"))
 
 
 TRAINER = MXNetTrainer

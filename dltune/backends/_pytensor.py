@@ -35,16 +35,30 @@ from pytensor.compile.mode import get_default_mode  # noqa: E402
 from pytensor.tensor.special import log_softmax  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
-from dltune.backends._common import CompiledGraphTrainer, graph_updates  # noqa: E402
+from dltune.backends._common import (  # noqa: E402
+    CompiledGraphTrainer,
+    graph_batch_norm,
+    graph_conv1d,
+    graph_pool1d,
+    graph_updates,
+)
 from dltune.models._spec import (  # noqa: E402
     Activation,
+    AvgPool1D,
     AvgPool2D,
+    BatchNorm,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
+    Embedding,
     Flatten,
+    GlobalAvgPool2D,
+    MaxPool1D,
     MaxPool2D,
     ModelSpec,
+    Residual,
+    sequence_shapes,
 )
 
 __all__ = ["PyTensorTrainer", "TRAINER", "build_graph", "conv2d", "pool2d"]
@@ -94,21 +108,48 @@ def pool2d(x: Any, layer: MaxPool2D | AvgPool2D, in_shape: tuple[int, ...]) -> A
 
 
 def build_graph(
-    spec: ModelSpec, x: Any, params: list[Any], rng: Any = None
+    spec: ModelSpec, x: Any, params: list[Any], rng: Any = None, state: list[Any] = ()
 ) -> tuple[Any, dict[Any, Any]]:
-    """The logits of ``spec`` on the symbolic NCHW batch ``x``, and the RNG's update.
+    """The logits of ``spec`` on the symbolic NCHW batch ``x``, and the updates of the RNG and
+    of the shared running statistics ``state``.
 
-    ``rng`` (a shared random generator) turns dropout on; None gives the inference graph.
+    ``rng`` (a shared random generator) turns training mode on (dropout, batch statistics);
+    None gives the inference graph.
     """
-    shapes = spec.shapes()
+    updates: dict[Any, Any] = {}
+    h, next_rng = _apply_layers(spec.layers, tuple(spec.input_shape), x, iter(params), iter(state), rng, updates)
+    if rng is not None and next_rng is not rng:
+        updates[rng] = next_rng
+    return h, updates
+
+
+def _apply_layers(layers: tuple, input_shape: tuple[int, ...], h: Any, tensors: Any, running: Any, rng: Any,
+                  updates: dict[Any, Any]) -> tuple[Any, Any]:
+    """``layers`` on ``h``, taking parameters and running statistics from the iterators in
+    order; adds the statistics' updates to ``updates``, returns the output and the next RNG."""
     next_rng = rng
-    tensors = iter(params)
-    h = x
-    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
-        if isinstance(layer, Conv2D):
+    for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
+        if isinstance(layer, Residual):
+            body, next_rng = _apply_layers(layer.body, shape, h, tensors, running, next_rng, updates)
+            short, next_rng = _apply_layers(layer.shortcut, shape, h, tensors, running, next_rng, updates)
+            h = body + short
+        elif isinstance(layer, Conv2D):
             h = conv2d(h, next(tensors), next(tensors), layer, shape)
         elif isinstance(layer, (MaxPool2D, AvgPool2D)):
             h = pool2d(h, layer, shape)
+        elif isinstance(layer, Embedding):
+            # Token ids held as floats; (N, L, dim) rows to the channels-first (N, dim, L).
+            h = next(tensors)[pt.cast(h, "int64")].dimshuffle(0, 2, 1)
+        elif isinstance(layer, Conv1D):
+            h = graph_conv1d(pt, h, next(tensors), next(tensors), layer, shape)
+        elif isinstance(layer, (MaxPool1D, AvgPool1D)):
+            h = graph_pool1d(pt, h, layer, shape)
+        elif isinstance(layer, GlobalAvgPool2D):
+            h = h.mean(axis=(2, 3))
+        elif isinstance(layer, BatchNorm):
+            h, moved = graph_batch_norm(h, next(tensors), next(tensors), [next(running), next(running)],
+                                        rng is not None, pt.sqrt)
+            updates.update(moved)
         elif isinstance(layer, Flatten):
             h = h.reshape((h.shape[0], -1))
         elif isinstance(layer, Dense):
@@ -129,7 +170,7 @@ def build_graph(
                 h = h * mask / np.float32(keep)
         else:
             raise TypeError(f"pytensor backend cannot build layer {layer.kind!r}")
-    return h, ({rng: next_rng} if rng is not None and next_rng is not rng else {})
+    return h, next_rng
 
 
 class PyTensorTrainer(CompiledGraphTrainer, Trainer):
@@ -170,6 +211,7 @@ class PyTensorTrainer(CompiledGraphTrainer, Trainer):
         self.params = [
             pytensor.shared(np.asarray(p, dtype=_FLOAT), name=f"p{i}") for i, p in enumerate(params)
         ]
+        self.state = [pytensor.shared(a, name=f"s{i}") for i, a in enumerate(self.spec.init_state())]
         self.rng = pt.random.shared_rng(seed=int(cfg["seed"]), name="dropout_rng")
         self.kind = cfg["optimizer"]
         self.decay = float(cfg.get("weight_decay", 0.0))
@@ -190,12 +232,12 @@ class PyTensorTrainer(CompiledGraphTrainer, Trainer):
         idx = pt.lvector("idx")
         lr = pt.scalar("lr", dtype=_FLOAT)
         xb, yb = self.x_train[idx], self.y_train[idx]
-        logits, rng_update = build_graph(self.spec, xb, self.params, self.rng)
+        logits, moved = build_graph(self.spec, xb, self.params, self.rng, self.state)
         loss = -log_softmax(logits, axis=1)[pt.arange(yb.shape[0]), yb].mean()
-        updates = self._updates(loss, lr) + list(rng_update.items())
+        updates = self._updates(loss, lr) + list(moved.items())
         self._train_fn = pytensor.function([idx, lr], loss, updates=updates, name="dltune_train_step")
-        x_eval = pt.tensor4("x_eval", dtype=_FLOAT)
-        prediction = pt.argmax(build_graph(self.spec, x_eval, self.params)[0], axis=1)
+        x_eval = pt.tensor("x_eval", dtype=_FLOAT, shape=(None,) * (1 + len(self.spec.input_shape)))
+        prediction = pt.argmax(build_graph(self.spec, x_eval, self.params, None, self.state)[0], axis=1)
         self._predict_fn = pytensor.function([x_eval], prediction, name="dltune_predict")
         # Some ops finish compiling (or load their C module) on first call: pay that here,
         # then restore every shared value so that the weights and optimizer state are untouched.

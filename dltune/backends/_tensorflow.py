@@ -25,14 +25,23 @@ from dltune.backends._common import (  # noqa: E402
     is_aligned,
 )
 from dltune.models._spec import (  # noqa: E402
+    BATCH_NORM_EPSILON,
+    BATCH_NORM_MOMENTUM,
     Activation,
+    AvgPool1D,
     AvgPool2D,
+    BatchNorm,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
+    Embedding,
     Flatten,
+    GlobalAvgPool2D,
+    MaxPool1D,
     MaxPool2D,
     ModelSpec,
+    Residual,
 )
 
 __all__ = ["TensorFlowTrainer", "TRAINER", "build_keras_model", "flattened_chw", "host_tensor",
@@ -51,29 +60,67 @@ def takes_nchw(spec: ModelSpec) -> bool:
     return True
 
 
-def keras_input_shape(spec: ModelSpec) -> tuple[int, int, int]:
-    """One sample's shape as the Keras model takes it: NCHW where :func:`takes_nchw`, else
-    NHWC (TensorFlow's CPU convolutions need NHWC)."""
-    c, h, w = spec.input_shape
-    return (c, h, w) if takes_nchw(spec) else (h, w, c)
+def keras_input_shape(spec: ModelSpec) -> tuple[int, ...]:
+    """One sample's shape as the Keras model takes it: NCHW (NCL) where :func:`takes_nchw`,
+    else channels last, NHWC (NLC): TensorFlow's CPU convolutions need it."""
+    shape = tuple(spec.input_shape)
+    return shape if takes_nchw(spec) else (*shape[1:], shape[0])
 
 
-def flattened_chw(spec: ModelSpec) -> tuple[int, int, int] | None:
-    """The (C, H, W) shape whose NHWC flattening the first dense layer's rows follow in the
-    Keras model (None: they follow the canonical order)."""
+def flattened_chw(spec: ModelSpec) -> tuple[int, ...] | None:
+    """The (C, H, W) or (C, L) shape whose channels-last flattening the first dense layer's
+    rows follow in the Keras model (None: they follow the canonical order)."""
     return None if takes_nchw(spec) else spec.flatten_input_shape()
+
+
+class _Residual(keras.layers.Layer):
+    """``body(x) + shortcut(x)`` over two lists of Keras layers (an empty shortcut: ``x``)."""
+
+    def __init__(self, body: list[Any], shortcut: list[Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.body, self.shortcut = body, shortcut
+
+    def call(self, x: Any, training: Any = None) -> Any:
+        h, short = x, x
+        for layer in self.body:
+            h = layer(h, training=training)
+        for layer in self.shortcut:
+            short = layer(short, training=training)
+        return h + short
 
 
 def build_keras_model(spec: ModelSpec) -> keras.Sequential:
     """The spec as a Keras model on :func:`keras_input_shape` inputs."""
-    layers: list[Any] = [keras.Input(keras_input_shape(spec))]
-    for layer in spec.layers:
-        if isinstance(layer, Conv2D):
+    return keras.Sequential([keras.Input(keras_input_shape(spec)), *_keras_layers(spec.layers)])
+
+
+def _keras_layers(spec_layers: tuple) -> list[Any]:
+    layers: list[Any] = []
+    for layer in spec_layers:
+        if isinstance(layer, Residual):
+            layers.append(_Residual(_keras_layers(layer.body), _keras_layers(layer.shortcut)))
+        elif isinstance(layer, Conv2D):
             layers.append(keras.layers.Conv2D(layer.filters, layer.kernel, layer.stride, layer.padding))
         elif isinstance(layer, MaxPool2D):
             layers.append(keras.layers.MaxPooling2D(layer.size, layer.stride))
         elif isinstance(layer, AvgPool2D):
             layers.append(keras.layers.AveragePooling2D(layer.size, layer.stride))
+        elif isinstance(layer, Embedding):
+            # (N, L, dim): channels last, as the convolutions here take maps.
+            layers.append(keras.layers.Embedding(layer.vocab_size, layer.dim))
+        elif isinstance(layer, Conv1D):
+            layers.append(keras.layers.Conv1D(layer.filters, layer.kernel, layer.stride, layer.padding))
+        elif isinstance(layer, MaxPool1D):
+            layers.append(keras.layers.MaxPooling1D(layer.size, layer.stride))
+        elif isinstance(layer, AvgPool1D):
+            layers.append(keras.layers.AveragePooling1D(layer.size, layer.stride))
+        elif isinstance(layer, GlobalAvgPool2D):
+            layers.append(keras.layers.GlobalAveragePooling2D())
+        elif isinstance(layer, BatchNorm):
+            # Channels last: a map reaches it NHWC (takes_nchw is False before a Flatten).
+            # Keras' momentum is the running statistics' share: 1 - dltune's.
+            layers.append(keras.layers.BatchNormalization(
+                axis=-1, momentum=1.0 - BATCH_NORM_MOMENTUM, epsilon=BATCH_NORM_EPSILON))
         elif isinstance(layer, Flatten):
             layers.append(keras.layers.Flatten())
         elif isinstance(layer, Dense):
@@ -84,7 +131,7 @@ def build_keras_model(spec: ModelSpec) -> keras.Sequential:
             layers.append(keras.layers.Dropout(layer.rate))
         else:
             raise TypeError(f"tensorflow backend cannot build layer {layer.kind!r}")
-    return keras.Sequential(layers)
+    return layers
 
 
 def host_tensor(array: np.ndarray) -> tf.Tensor:
@@ -106,8 +153,15 @@ def host_tensor(array: np.ndarray) -> tf.Tensor:
         return tf.constant(array)
 
 
-def _param_layers(model: keras.Sequential) -> list[Any]:
-    return [layer for layer in model.layers if layer.weights]
+def _param_layers(model: Any) -> list[Any]:
+    """The layers holding weights, in the canonical order (a residual's body, then its shortcut)."""
+    result: list[Any] = []
+    for layer in model.layers if isinstance(model, keras.Sequential) else model:
+        if isinstance(layer, _Residual):
+            result += _param_layers(layer.body + layer.shortcut)
+        elif layer.weights:
+            result.append(layer)
+    return result
 
 
 class TensorFlowTrainer(Trainer):
@@ -149,17 +203,20 @@ class TensorFlowTrainer(Trainer):
         with tf.device(device):
             self.model = build_keras_model(self.spec)
         flat_chw = flattened_chw(self.spec)
-        tensors = iter(params)
+        tensors, states = iter(params), iter(self.spec.init_state())
         first_dense = True
         for layer in _param_layers(self.model):
-            w, b = next(tensors), next(tensors)
+            w, *rest = (next(tensors) for _ in layer.trainable_weights)
             if w.ndim == 4:
                 w = w.transpose(2, 3, 1, 0)
-            elif first_dense and flat_chw is not None:
-                w = dense_rows_chw_to_hwc(w, flat_chw)
-            if w.ndim == 2:
+            elif w.ndim == 3:
+                w = w.transpose(2, 1, 0)
+            elif isinstance(layer, keras.layers.Dense) and first_dense:
+                if flat_chw is not None:
+                    w = dense_rows_chw_to_hwc(w, flat_chw)
                 first_dense = False
-            layer.set_weights([w, b])
+            running = [next(states) for _ in layer.non_trainable_weights]
+            layer.set_weights([w, *rest, *running])
         self.variables = list(self.model.trainable_variables)
         cfg = self.config
         self.kind = cfg["optimizer"]
@@ -194,6 +251,8 @@ class TensorFlowTrainer(Trainer):
             correction1 = 1.0 - tf.pow(0.9, t)
             correction2 = 1.0 - tf.pow(0.999, t)
         for i, (var, grad) in enumerate(zip(self.variables, grads, strict=False)):
+            # An embedding's gradient comes as IndexedSlices; every backend updates densely.
+            grad = tf.convert_to_tensor(grad)
             if self.decay:
                 grad = grad + self.decay * var.value
             if self.kind == "sgd":
@@ -229,7 +288,7 @@ class TensorFlowTrainer(Trainer):
         return self.loss_sum.read_value()
 
     @property
-    def x_layout(self) -> tuple[int, int, int]:
+    def x_layout(self) -> tuple[int, ...]:
         """The shape of one sample as the model takes it (:func:`keras_input_shape`)."""
         return keras_input_shape(self.spec)
 
@@ -238,8 +297,8 @@ class TensorFlowTrainer(Trainer):
         # takes NCHW or there is one channel (the same buffer either way); otherwise one NHWC
         # copy, transposed once here (a per-batch transpose in the graph was measured 15 %
         # slower on a 3-channel MLP, 2 % on LeNet).
-        nhwc = self.x_layout != self.spec.input_shape
-        tensors = [host_tensor(x.transpose(0, 2, 3, 1) if nhwc else x) for x in (x_train, x_test)]
+        nhwc = self.x_layout != tuple(self.spec.input_shape)
+        tensors = [host_tensor(np.moveaxis(x, 1, -1) if nhwc else x) for x in (x_train, x_test)]
         tensors.insert(1, host_tensor(y_train.astype(np.int64, copy=False)))
         if not self.device.startswith("/CPU"):
             with tf.device(self.device):
@@ -266,18 +325,24 @@ class TensorFlowTrainer(Trainer):
         result: list[np.ndarray] = []
         first_dense = True
         for layer in _param_layers(self.model):
-            w, b = (np.asarray(a) for a in layer.get_weights())
+            w, *rest = (np.asarray(v) for v in layer.trainable_weights)
             if w.ndim == 4:
                 w = w.transpose(3, 2, 0, 1)
-            elif first_dense and flat_chw is not None:
-                w = dense_rows_hwc_to_chw(w, flat_chw)
-            if w.ndim == 2:
+            elif w.ndim == 3:
+                w = w.transpose(2, 1, 0)
+            elif isinstance(layer, keras.layers.Dense) and first_dense:
+                if flat_chw is not None:
+                    w = dense_rows_hwc_to_chw(w, flat_chw)
                 first_dense = False
-            result += [np.ascontiguousarray(w), b]
+            result += [np.ascontiguousarray(w), *rest]
         return result
 
+    def get_state(self) -> list[np.ndarray]:
+        return [np.asarray(v) for layer in _param_layers(self.model) for v in layer.non_trainable_weights]
+
     def count_params(self) -> int:
-        return int(self.model.count_params())
+        # Trainable weights only: Keras' count_params() adds the running statistics.
+        return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
 
     def device_peak_memory_mb(self) -> float | None:
         if self.device.startswith("/GPU"):

@@ -29,16 +29,30 @@ from theano.tensor.nnet import conv2d  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 from dltune.backends._base import Trainer  # noqa: E402
-from dltune.backends._common import CompiledGraphTrainer, graph_updates  # noqa: E402
+from dltune.backends._common import (  # noqa: E402
+    CompiledGraphTrainer,
+    graph_batch_norm,
+    graph_conv1d,
+    graph_pool1d,
+    graph_updates,
+)
 from dltune.models._spec import (  # noqa: E402
     Activation,
+    AvgPool1D,
     AvgPool2D,
+    BatchNorm,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
+    Embedding,
     Flatten,
+    GlobalAvgPool2D,
+    MaxPool1D,
     MaxPool2D,
     ModelSpec,
+    Residual,
+    sequence_shapes,
 )
 
 __all__ = ["TheanoTrainer", "TRAINER", "build_graph"]
@@ -84,16 +98,28 @@ def build_graph(
     x: Any,
     params: list[Any],
     dropout_rng: MRG_RandomStreams | None,
-) -> Any:
-    """The logits of ``spec`` applied to the symbolic NCHW batch ``x`` with shared ``params``.
+    state: list[Any] = (),
+) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The logits of ``spec`` applied to the symbolic NCHW batch ``x`` with shared ``params``,
+    and the updates of the shared running statistics ``state``.
 
-    ``dropout_rng`` turns dropout on (training graph); None gives the inference graph.
+    ``dropout_rng`` turns training mode on (dropout, batch statistics); None gives the
+    inference graph.
     """
-    shapes = spec.shapes()
-    tensors = iter(params)
-    h = x
-    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
-        if isinstance(layer, Conv2D):
+    updates: list[tuple[Any, Any]] = []
+    h = _apply_layers(spec.layers, tuple(spec.input_shape), x, iter(params), iter(state), dropout_rng, updates)
+    return h, updates
+
+
+def _apply_layers(layers: tuple, input_shape: tuple[int, ...], h: Any, tensors: Any, running: Any,
+                  dropout_rng: MRG_RandomStreams | None, updates: list[tuple[Any, Any]]) -> Any:
+    """``layers`` on ``h``, taking parameters and running statistics from the iterators in
+    order; adds the statistics' updates to ``updates``."""
+    for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
+        if isinstance(layer, Residual):
+            body = _apply_layers(layer.body, shape, h, tensors, running, dropout_rng, updates)
+            h = body + _apply_layers(layer.shortcut, shape, h, tensors, running, dropout_rng, updates)
+        elif isinstance(layer, Conv2D):
             w, b = next(tensors), next(tensors)
             h = conv2d(
                 h,
@@ -113,6 +139,19 @@ def build_graph(
                 h, ws=(layer.size, layer.size), stride=(layer.stride, layer.stride),
                 ignore_border=True, mode="average_exc_pad",
             )
+        elif isinstance(layer, Embedding):
+            # Token ids held as floats; (N, L, dim) rows to the channels-first (N, dim, L).
+            h = next(tensors)[T.cast(h, "int64")].dimshuffle(0, 2, 1)
+        elif isinstance(layer, Conv1D):
+            h = graph_conv1d(T, h, next(tensors), next(tensors), layer, shape)
+        elif isinstance(layer, (MaxPool1D, AvgPool1D)):
+            h = graph_pool1d(T, h, layer, shape)
+        elif isinstance(layer, GlobalAvgPool2D):
+            h = h.mean(axis=(2, 3))
+        elif isinstance(layer, BatchNorm):
+            h, moved = graph_batch_norm(h, next(tensors), next(tensors), [next(running), next(running)],
+                                        dropout_rng is not None, T.sqrt)
+            updates += moved
         elif isinstance(layer, Flatten):
             h = h.flatten(2)
         elif isinstance(layer, Dense):
@@ -190,6 +229,7 @@ class TheanoTrainer(CompiledGraphTrainer, Trainer):
             theano.shared(np.asarray(p, dtype=_FLOAT), name=f"p{i}", borrow=False)
             for i, p in enumerate(params)
         ]
+        self.state = [theano.shared(a, name=f"s{i}") for i, a in enumerate(self.spec.init_state())]
         self.rng = MRG_RandomStreams(int(cfg["seed"]) % 2147462579 + 1)
         self.kind = cfg["optimizer"]
         self.decay = float(cfg.get("weight_decay", 0.0))
@@ -208,19 +248,20 @@ class TheanoTrainer(CompiledGraphTrainer, Trainer):
     def compile(self) -> None:
         idx = T.lvector("idx")
         lr = T.scalar("lr", dtype=_FLOAT)
-        x = T.tensor4("x", dtype=_FLOAT)
-        logits = build_graph(self.spec, x, self.params, self.rng)
+        batch = T.TensorType(_FLOAT, (False,) * (1 + len(self.spec.input_shape)))
+        x = batch("x")
+        logits, moved = build_graph(self.spec, x, self.params, self.rng, self.state)
         y = T.lvector("y")
         loss = T.nnet.categorical_crossentropy(T.nnet.softmax(logits), y).mean()
         self._train_fn = theano.function(
             [idx, lr],
             loss,
-            updates=self._updates(loss, lr),
+            updates=self._updates(loss, lr) + moved,
             givens={x: self.x_train[idx], y: self.y_train[idx]},
             name="dltune_train_step",
         )
-        x_eval = T.tensor4("x_eval", dtype=_FLOAT)
-        prediction = T.argmax(build_graph(self.spec, x_eval, self.params, None), axis=1)
+        x_eval = batch("x_eval")
+        prediction = T.argmax(build_graph(self.spec, x_eval, self.params, None, self.state)[0], axis=1)
         self._predict_fn = theano.function([x_eval], prediction, name="dltune_predict")
 
 

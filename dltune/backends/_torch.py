@@ -11,14 +11,24 @@ from torch import nn
 
 from dltune.backends._base import Trainer
 from dltune.models._spec import (
+    BATCH_NORM_EPSILON,
+    BATCH_NORM_MOMENTUM,
     Activation,
+    AvgPool1D,
     AvgPool2D,
+    BatchNorm,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
+    Embedding,
     Flatten,
+    GlobalAvgPool2D,
+    MaxPool1D,
     MaxPool2D,
     ModelSpec,
+    Residual,
+    sequence_shapes,
 )
 
 __all__ = ["TorchTrainer", "TRAINER", "build_module"]
@@ -26,12 +36,60 @@ __all__ = ["TorchTrainer", "TRAINER", "build_module"]
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
 
 
+class _GlobalAvgPool2d(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=(2, 3))
+
+
+class _Embedding(nn.Embedding):
+    """Token ids held as floats to a channels-first (N, dim, L) map."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.long()).transpose(1, 2)
+
+
+class _Residual(nn.Module):
+    def __init__(self, body: nn.Sequential, shortcut: nn.Sequential) -> None:
+        super().__init__()
+        self.body, self.shortcut = body, shortcut  # registered in this order: the canonical one
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x) + self.shortcut(x)
+
+
+class _BatchNorm(nn.Module):
+    """dltune's batch norm (models/_layers.py): ``nn.BatchNorm`` moves the running variance by
+    the batch's unbiased variance, dltune by the biased one that normalises the batch."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+        self.register_buffer("running_mean", torch.zeros(channels))
+        self.register_buffer("running_var", torch.ones(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                training=False, eps=BATCH_NORM_EPSILON)
+        with torch.no_grad():
+            var, mean = torch.var_mean(x, dim=[0, *range(2, x.dim())], correction=0)
+            self.running_mean.lerp_(mean, BATCH_NORM_MOMENTUM)
+            self.running_var.lerp_(var, BATCH_NORM_MOMENTUM)
+        return F.batch_norm(x, None, None, self.weight, self.bias, training=True, eps=BATCH_NORM_EPSILON)
+
+
 def build_module(spec: ModelSpec) -> nn.Sequential:
-    """The spec as an ``nn.Sequential`` (NCHW, so the canonical flatten order is native)."""
-    shapes = spec.shapes()
+    """The spec as an ``nn.Sequential`` (NCHW / NCL, so the canonical flatten order is native)."""
+    return _sequence(spec.layers, tuple(spec.input_shape))
+
+
+def _sequence(layers: tuple, input_shape: tuple[int, ...]) -> nn.Sequential:
     modules: list[nn.Module] = []
-    for layer, shape in zip(spec.layers, shapes[:-1], strict=True):
-        if isinstance(layer, Conv2D):
+    for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
+        if isinstance(layer, Residual):
+            modules.append(_Residual(_sequence(layer.body, shape), _sequence(layer.shortcut, shape)))
+        elif isinstance(layer, Conv2D):
             modules.append(
                 nn.Conv2d(shape[0], layer.filters, layer.kernel, layer.stride, padding=layer.padding)
             )
@@ -39,6 +97,20 @@ def build_module(spec: ModelSpec) -> nn.Sequential:
             modules.append(nn.MaxPool2d(layer.size, layer.stride))
         elif isinstance(layer, AvgPool2D):
             modules.append(nn.AvgPool2d(layer.size, layer.stride))
+        elif isinstance(layer, Conv1D):
+            modules.append(
+                nn.Conv1d(shape[0], layer.filters, layer.kernel, layer.stride, padding=layer.padding)
+            )
+        elif isinstance(layer, MaxPool1D):
+            modules.append(nn.MaxPool1d(layer.size, layer.stride))
+        elif isinstance(layer, AvgPool1D):
+            modules.append(nn.AvgPool1d(layer.size, layer.stride))
+        elif isinstance(layer, Embedding):
+            modules.append(_Embedding(layer.vocab_size, layer.dim))
+        elif isinstance(layer, GlobalAvgPool2D):
+            modules.append(_GlobalAvgPool2d())
+        elif isinstance(layer, BatchNorm):
+            modules.append(_BatchNorm(shape[0]))
         elif isinstance(layer, Flatten):
             modules.append(nn.Flatten())
         elif isinstance(layer, Dense):
@@ -52,8 +124,12 @@ def build_module(spec: ModelSpec) -> nn.Sequential:
     return nn.Sequential(*modules)
 
 
-def _param_modules(module: nn.Sequential) -> list[nn.Module]:
-    return [m for m in module if isinstance(m, (nn.Conv2d, nn.Linear))]
+def _parameters(module: nn.Sequential) -> list[tuple[nn.Parameter, bool]]:
+    """The trainable parameters in the canonical order (each layer's weight, then its bias),
+    each with whether it is a ``Linear`` weight: (out, in), the canonical dense weight transposed."""
+    return [(p, isinstance(m, nn.Linear) and p is m.weight) for m in module.modules()
+            if isinstance(m, (nn.Conv2d, nn.Conv1d, nn.Linear, _BatchNorm, _Embedding))
+            for p in (m.weight, getattr(m, "bias", None)) if p is not None]
 
 
 class TorchTrainer(Trainer):
@@ -91,11 +167,8 @@ class TorchTrainer(Trainer):
             torch.backends.cudnn.allow_tf32 = False
         self.model = build_module(self.spec)
         with torch.no_grad():
-            tensors = iter(params)
-            for module in _param_modules(self.model):
-                w, b = next(tensors), next(tensors)
-                module.weight.copy_(torch.from_numpy(w if w.ndim == 4 else w.T.copy()))
-                module.bias.copy_(torch.from_numpy(b))
+            for (p, linear), value in zip(_parameters(self.model), params, strict=True):
+                p.copy_(torch.from_numpy(value.T.copy() if linear else value))
         self.model.to(self.device)
         cfg = self.config
         decay = float(cfg.get("weight_decay", 0.0))
@@ -162,11 +235,15 @@ class TorchTrainer(Trainer):
 
     def get_params(self) -> list[np.ndarray]:
         result = []
-        for module in _param_modules(self.model):
+        for p, linear in _parameters(self.model):
             # Copies: on the CPU .numpy() shares memory with the live weights.
-            w = module.weight.detach().cpu().numpy()
-            result += [w.copy() if w.ndim == 4 else w.T.copy(), module.bias.detach().cpu().numpy().copy()]
+            w = p.detach().cpu().numpy()
+            result.append(w.T.copy() if linear else w.copy())
         return result
+
+    def get_state(self) -> list[np.ndarray]:
+        return [buffer.detach().cpu().numpy().copy() for m in self.model.modules() if isinstance(m, _BatchNorm)
+                for buffer in (m.running_mean, m.running_var)]
 
     def count_params(self) -> int:
         return sum(p.numel() for p in self.model.parameters())

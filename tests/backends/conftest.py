@@ -70,7 +70,7 @@ print(json.dumps({
 """
 
 
-def _run_in_backend(name: str, script: str, *args: str) -> dict:
+def _run_in_backend(name: str, script: str, *args: str, extra_env: dict[str, str] | None = None) -> dict:
     try:
         interpreter = interpreter_for(name)
     except DltuneError as exc:
@@ -78,6 +78,7 @@ def _run_in_backend(name: str, script: str, *args: str) -> dict:
             pytest.fail(f"backend '{name}' cannot run under CI: {exc}")
         pytest.skip(str(exc))
     env = worker_environment(ThreadConfig.uniform(1).environment(), worker_extra_env(name))
+    env.update(extra_env or {})
     proc = subprocess.run([interpreter, "-c", script, name, *args], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
