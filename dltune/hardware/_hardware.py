@@ -33,7 +33,7 @@ _IDENTITY = ("machine", "cpu_model", "physical_cores", "logical_cores", "usable_
 _FLAGS_OF_INTEREST = ("avx", "avx2", "avx512f", "avx512_vnni", "amx_tile", "fma", "sse4_2", "neon", "asimd")
 # The extensions that make the same CPU model string train at another speed: a hypervisor often
 # reports only "AMD EPYC", and two such 2-vCPU VMs trained the same runs 3x apart, the faster
-# one with AVX-512 (docs/recommendation.md).
+# one with AVX-512 (docs/explanation/how-recommend-decides.md#another-machine).
 _ISA_FLAGS = ("amx_tile", "avx512f", "avx2", "asimd")
 
 

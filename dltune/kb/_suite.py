@@ -19,18 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._validation import check_choice, check_int
+from dltune.backends._registry import BACKENDS
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, default_preset
 from dltune.data import dataset_kind
 
 __all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
-# Per backend, how often what its training process holds has changed since the knowledge base
-# first measured it: a new revision gives its fresh-process runs new keys, so that a resumed
-# build measures their peak memory again (the memory model leaves the older ones out:
-# dltune.surrogate._features.MEMORY_CHANGED). TensorFlow and MXNet: 1 since they share the
-# worker's arrays.
-FRESH_REVISIONS = {"tensorflow": 1, "mxnet": 1}
+# A backend whose measured memory changed (BackendInfo.revision) gives its fresh-process runs
+# new keys, so that a resumed build measures their peak memory again (the memory model leaves
+# runs of an older revision out).
+FRESH_REVISIONS = {name: info.revision for name, info in BACKENDS.items() if info.revision}
 PRESET_ROUND = 3
 
 

@@ -124,7 +124,7 @@ def score_candidates(meta: dict[str, Any], hardware: dict[str, Any], rows: Seque
     # What the picks rank by: the low ends as learnt, mixed with the consensus of the measured
     # workloads of its model where the workload is unlike them. Not the widened low ends:
     # widening stretches every candidate's interval alike, which says how unsure all of them
-    # are, not which is better (docs/recommendation.md#out-of-distribution).
+    # are, not which is better (docs/explanation/how-recommend-decides.md#out-of-distribution).
     ranked, share, band = model.ranking_accuracy(rows, meta, pred["accuracy_low"])
     ranked = np.array(ranked, dtype=float, copy=True)
     if measured is not None:  # ranked by the low end of one more run's accuracy

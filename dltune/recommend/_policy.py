@@ -17,40 +17,40 @@ class RecommendPolicy:
     them. ``recommend`` and ``kb validate`` score through it alike (:func:`score_candidates`).
 
     What the surrogates fit and save does not depend on it; each field names the section of
-    docs/recommendation.md that measured or explains it. Fractions of accuracy are in [0, 1]
+    docs/explanation/how-recommend-decides.md that measured or explains it. Fractions of accuracy are in [0, 1]
     (0.005 is half a point).
     """
 
     accuracy_tie: float = 0.005
-    """``accuracy``: ranked within this of the best are tied; the highest point wins (docs/recommendation.md#objectives-and-constraints)."""
+    """``accuracy``: ranked within this of the best are tied; the highest point wins (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     time_objective_slack: float = 0.02
-    """``time``: the fastest candidate ranked within this of the best (docs/recommendation.md#objectives-and-constraints)."""
+    """``time``: the fastest candidate ranked within this of the best (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     balanced_points_per_halving: float = 1.0
-    """``balanced``: the accuracy points that halving the training time is worth (docs/recommendation.md#objectives-and-constraints)."""
+    """``balanced``: the accuracy points that halving the training time is worth (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     alternatives_within: float = 0.05
-    """Alternatives come from the Pareto front's part ranked within this of the pick (docs/recommendation.md#objectives-and-constraints)."""
+    """Alternatives come from the Pareto front's part ranked within this of the pick (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     min_framework_runs: int = 60
-    """Runs of a framework, on ``min_framework_workloads`` workloads, before it is a candidate (docs/recommendation.md#objectives-and-constraints)."""
+    """Runs of a framework, on ``min_framework_workloads`` workloads, before it is a candidate (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     min_framework_workloads: int = 6
-    """Workloads those runs span (docs/recommendation.md#objectives-and-constraints)."""
+    """Workloads those runs span (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     candidate_batches: tuple[int, ...] = (16, 32, 64, 128, 256)
-    """The grid's batch sizes (docs/recommendation.md#objectives-and-constraints)."""
+    """The grid's batch sizes (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     candidate_epochs: int = 4
-    """Epoch counts spread over the measured range, its ends included (docs/recommendation.md#objectives-and-constraints)."""
+    """Epoch counts spread over the measured range, its ends included (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     candidate_threads: tuple[int, ...] = (1, 2)
-    """Thread counts tried beside every usable core, capped at them (docs/recommendation.md#objectives-and-constraints)."""
+    """Thread counts tried beside every usable core, capped at them (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     grid_per_framework: int = 160
-    """Each optimizer x batch x epochs x threads cell gets max(1, this // cells) triples of learning rates (docs/recommendation.md#objectives-and-constraints)."""
+    """Each optimizer x batch x epochs x threads cell gets max(1, this // cells) triples of learning rates (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     data_size_ood: float = 2.0
-    """A data set more than this many times the largest measured is flagged, its time and memory intervals widened (docs/recommendation.md#out-of-distribution)."""
+    """A data set more than this many times the largest measured is flagged, its time and memory intervals widened (docs/explanation/how-recommend-decides.md#out-of-distribution)."""
     hardware_memory_range: float = 2.0
-    """Memory below 1/this of the least measured or above this times the most is flagged (docs/recommendation.md#out-of-distribution)."""
+    """Memory below 1/this of the least measured or above this times the most is flagged (docs/explanation/how-recommend-decides.md#out-of-distribution)."""
     hardware_time_factor: float = 3.0
-    """The training-time interval widens this much each way per way the hardware is unlike the measured (docs/recommendation.md#out-of-distribution)."""
+    """The training-time interval widens this much each way per way the hardware is unlike the measured (docs/explanation/how-recommend-decides.md#out-of-distribution)."""
     hardware_memory_factor: float = 1.5
-    """The memory interval widens this much each way per way the hardware is unlike the measured (docs/recommendation.md#out-of-distribution)."""
+    """The memory interval widens this much each way per way the hardware is unlike the measured (docs/explanation/how-recommend-decides.md#out-of-distribution)."""
     installation_memory_factor: float = 1.3
-    """The memory interval's high end reaches at least this times its point: another installation's library pages (docs/recommendation.md#limits)."""
+    """The memory interval's high end reaches at least this times its point: another installation's library pages (docs/explanation/how-recommend-decides.md#limits)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -3,7 +3,8 @@ memory with intervals, fitted on the knowledge base plus the user's own records.
 
 from __future__ import annotations
 
-from dltune.surrogate._accuracy import AccuracySurrogate
+from typing import Any
+
 from dltune.surrogate._cache import (
     clear_memory_cache,
     default_storage,
@@ -14,11 +15,8 @@ from dltune.surrogate._cache import (
     shipped_model_key,
 )
 from dltune.surrogate._features import FeatureEncoder, record_row, total_work
-from dltune.surrogate._memory import MemorySurrogate
 from dltune.surrogate._model import PerformanceModel
-from dltune.surrogate._quantile import QuantileGBMRegressor
 from dltune.surrogate._records import usable_records
-from dltune.surrogate._train_time import TrainTimeSurrogate
 
 __all__ = [
     "AccuracySurrogate",
@@ -38,3 +36,19 @@ __all__ = [
     "total_work",
     "usable_records",
 ]
+
+# The scikit-learn estimators, imported when first asked for: importing scikit-learn's base
+# classes takes longer than a recommendation from a saved model, which never needs them.
+_ESTIMATORS = ("AccuracySurrogate", "MemorySurrogate", "QuantileGBMRegressor", "TrainTimeSurrogate")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ESTIMATORS:
+        from dltune.surrogate import _estimators
+
+        return getattr(_estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from dltune._errors import ParameterError
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
-from dltune.surrogate._quantile import QuantileGBMRegressor
-from dltune.surrogate._sklearn_api import LazyConstraints
+from dltune.surrogate._quantile import QuantileGBM
 
-__all__ = ["MIN_ORDER_ROWS", "MIN_SPAN", "AccuracySurrogate", "workload_ranks"]
+__all__ = ["MIN_ORDER_ROWS", "MIN_SPAN", "AccuracyModel", "workload_ranks"]
 
-# Rows of one workload that AccuracySurrogate.rank_within_workloads reorders by its order model.
+# Rows of one workload that AccuracyModel.rank_within_workloads reorders by its order model.
 MIN_ORDER_ROWS = 10
-# The least distance from the reference to chance, in log error ratio, that AccuracySurrogate's
+# The least distance from the reference to chance, in log error ratio, that AccuracyModel's
 # value target divides by (a reference no better than chance has none).
 MIN_SPAN = 0.1
 
@@ -44,7 +42,7 @@ def workload_ranks(t: np.ndarray, labels: np.ndarray) -> np.ndarray:
     Ties are common: a test set of n samples measures accuracy in steps of 1/n, and an easy
     workload puts most of its runs at exactly 100 %. Told apart by the order the runs were
     measured in, they would teach the order model a ranking that is not there
-    (docs/recommendation.md, Surrogates).
+    (docs/explanation/how-recommend-decides.md#the-surrogates).
     """
     rank = np.zeros(len(t))
     for label in np.unique(labels):
@@ -54,8 +52,9 @@ def workload_ranks(t: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return rank
 
 
-class AccuracySurrogate(QuantileGBMRegressor):
-    """Test accuracy in [0, 1], learned relative to what the workload allows.
+class AccuracyModel(QuantileGBM):
+    """Test accuracy in [0, 1], learned relative to what the workload allows
+    (:class:`~dltune.surrogate.AccuracySurrogate` is the estimator).
 
     With ``reference_columns`` (cheap landmark accuracies, e.g. logistic regression and 1-NN on
     a subsample; the best is the reference) the trees learn the log ratio of a configuration's
@@ -75,7 +74,7 @@ class AccuracySurrogate(QuantileGBMRegressor):
     diverged run makes 100x the reference's error) and ends near 2x on a hard one, so a ratio
     learnt on easy workloads puts a hard workload's runs at chance; a share of the way does
     not. The bands stay on the ratio: their low end, which ``recommend`` ranks by, learns from
-    it how configurations fail (docs/recommendation.md, Surrogates).
+    it how configurations fail (docs/explanation/how-recommend-decides.md#the-surrogates).
 
     With ``workload_columns`` (the columns that identify a workload) a second ensemble learns
     the *order* of configurations within a workload: each row's rank among its workload's rows
@@ -102,20 +101,8 @@ class AccuracySurrogate(QuantileGBMRegressor):
     ``model_columns``: one tuple of one-hot columns per model), mixed with the order model's
     ranks in the proportion ``transfer``. Which configurations rank high carries over best
     between workloads that are alike; one ensemble over all workloads averages that away
-    (docs/recommendation.md, Surrogates).
+    (docs/explanation/how-recommend-decides.md#the-surrogates).
     """
-
-    _parameter_constraints = LazyConstraints(lambda v: {
-        **QuantileGBMRegressor._parameter_constraints,
-        "reference_columns": ["array-like"],
-        "n_test_column": [Integral, None],
-        "classes_column": [Integral, None],
-        "workload_columns": ["array-like"],
-        "model_columns": ["array-like"],
-        "transfer": [v.Interval(Real, 0.0, 1.0, closed="both")],
-        "transfer_bandwidth": [v.Interval(Real, 0.0, None, closed="neither")],
-        "band_columns": ["array-like", None],
-    })
 
     def __init__(self, reference_columns: tuple[int, ...] = (), n_test_column: int | None = None,
                  classes_column: int | None = None, workload_columns: tuple[int, ...] = (),
@@ -152,12 +139,11 @@ class AccuracySurrogate(QuantileGBMRegressor):
         keys = np.nan_to_num(X[:, list(self.workload_columns)], nan=-1e300)
         return np.unique(keys, axis=0, return_inverse=True)[1].ravel()
 
-    def fit(self, X: Any, y: Any, groups: Any = None) -> AccuracySurrogate:
-        super().fit(X, y, groups)
+    def _fit(self, X: np.ndarray, y: np.ndarray, groups: Any = None) -> AccuracyModel:
+        super()._fit(X, y, groups)
         self.order_ = None
         if len(self.workload_columns):
-            X = np.asarray(X, dtype=np.float64)
-            t = self._to_target(X, np.asarray(y, dtype=np.float64).ravel())
+            t = self._to_target(X, y)
             ok = np.isfinite(t)
             labels = np.asarray(groups).ravel()[ok] if groups is not None else self._workload_groups(X[ok])
             X, t = X[ok], t[ok]
@@ -287,7 +273,7 @@ class AccuracySurrogate(QuantileGBMRegressor):
                 arrays.update(trees.to_arrays(f"{prefix}xfer{i}_"))
         return arrays
 
-    def load_arrays(self, arrays, prefix: str) -> AccuracySurrogate:
+    def load_arrays(self, arrays, prefix: str) -> AccuracyModel:
         super().load_arrays(arrays, prefix)
         has_order = any(str(k).startswith(f"{prefix}order_") for k in arrays)
         self.order_ = TreeArrays.from_arrays(arrays, f"{prefix}order_") if has_order else None

@@ -24,10 +24,8 @@ from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._paths import while_unchanged
-from dltune._storage_url import require_database, sqlite_path
 from dltune.measure._shipped import calibration_records, load_shipped_records, shipped_kb_path
-from dltune.measure._storage import open_storage
-from dltune.measure._storage_reader import read_storage_records
+from dltune.measure._storage_reader import read_storage
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
 __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_measurements",
@@ -52,19 +50,15 @@ def default_storage() -> str | None:
 
 
 def load_storage_measurements(storage: str) -> list[dict[str, Any]]:
-    """Measurement records stored as trial (or study) user attributes in an Optuna storage
-    (:func:`dltune.measure._storage_reader.read_storage_records`), one per id.
+    """Measurement records stored in an Optuna storage
+    (:func:`dltune.measure._storage_reader.read_storage`), one per id.
 
-    SQLite files are read directly (no Optuna import); other URLs through Optuna, opened as
-    :func:`dltune.tuning.open_storage` opens them (``ParameterError`` for a URL that is no
-    database URL, ``StorageError`` for one that cannot be reached).
+    Raises:
+        ParameterError: a URL that is no database URL, or no whole SQLite database.
+        StorageError: a storage that cannot be reached.
     """
-    path = sqlite_path(require_database(
-        storage, "recommend fits on the records 'dltune tune', 'study' and 'bench' stored there"))
-    if path is not None:
-        return read_storage_records(path)
-    # As tune opens it: the URL checked, PostgreSQL's installed driver named, a clean error.
-    return read_storage_records(open_storage(storage, heartbeat=False))
+    return read_storage(
+        storage, "recommend fits on the records 'dltune tune', 'study' and 'bench' stored there")
 
 
 def _sha256(path: Path) -> str:

@@ -13,7 +13,7 @@ from dltune.surrogate._features import ran_in_new_process
 from dltune.surrogate._machines import _factors, machine_factor
 
 if TYPE_CHECKING:
-    from dltune.surrogate._train_time import TrainTimeSurrogate
+    from dltune.surrogate._train_time import TrainTimeModel
 
 __all__ = ["MIN_MACHINE_FRAMEWORK_RECORDS", "MIN_MACHINE_MODEL_RECORDS", "MIN_MACHINE_RECORDS",
            "MIN_MACHINE_THREADS_RECORDS", "MIN_MACHINE_WORKLOADS", "CalibrationMixin"]
@@ -26,7 +26,7 @@ MIN_MACHINE_RECORDS = 8
 MIN_MACHINE_FRAMEWORK_RECORDS = 3
 # Records of one framework x model on such a machine, from at least two of its workloads, before
 # that pair gets a factor of its own: machines differ by model, not only by framework
-# (docs/recommendation.md, "Another machine: `dltune kb calibrate`"). A calibration (one
+# (docs/explanation/how-recommend-decides.md#another-machine). A calibration (one
 # workload per model, 5 runs each) keeps to the framework's factor: one workload cannot tell
 # the machine from that workload.
 MIN_MACHINE_MODEL_RECORDS = 10
@@ -119,8 +119,8 @@ class CalibrationMixin:
         on the other machines' rows. Training time: the machine's speed (the intervals stay the
         knowledge base's: calibration measures 60 runs), not refitted: a machine is faster on
         some workloads than on others of the same framework and model, so its rows divided by
-        one factor would blur the cost model (docs/recommendation.md, "Another machine:
-        `dltune kb calibrate`"). Peak memory (new-process runs, one per framework and thread
+        one factor would blur the cost model (docs/explanation/how-recommend-decides.md#another-machine).
+        Peak memory (new-process runs, one per framework and thread
         setting in a calibration): what its libraries and page cache add; with ``spread``, how
         far that machine's rows fall outside ``est``'s interval times their factor
         (:func:`_outside`: the split-conformal quantile, all of them with few rows) is kept
@@ -130,7 +130,7 @@ class CalibrationMixin:
         workload (per framework) lies from the factor its other workloads give, that quantile
         of it (``"~"``, log; machines with runs of two or more workloads). A calibration runs
         three workloads, and one workload's speed ratio strays from another's, which a factor
-        fitted on all of them hides (docs/recommendation.md, Validation, "Calibrations").
+        fitted on all of them hides (docs/explanation/how-recommend-decides.md#validation).
         """
         base = [i for i, m in enumerate(machines) if m not in others]
         if not others or len(base) < 4:
@@ -211,12 +211,12 @@ class CalibrationMixin:
         covers in ``machine_time_info_``).
 
         A factor per framework and model cannot say how a machine's speed varies between
-        workloads (docs/recommendation.md, "Another machine: `dltune kb calibrate`"). With
+        workloads (docs/explanation/how-recommend-decides.md#another-machine). With
         enough workloads of its own, the cost model fitted
         on that machine's runs alone learns its costs term by term. Its frameworks with fewer
         workloads there keep the reference model and the factor.
         """
-        self.machine_time_: dict[str, TrainTimeSurrogate] = {}
+        self.machine_time_: dict[str, TrainTimeModel] = {}
         self.machine_time_info_: dict[str, dict[str, Any]] = {}
         for m in sorted(others):
             on = [i for i, mm in enumerate(machines) if mm == m]
@@ -247,9 +247,8 @@ class CalibrationMixin:
         same workload and framework where it has some (as :meth:`_machine_factors` does for
         other machines).
 
-        The same CPU can run the same runs at other speeds on other days (docs/recommendation.md,
-        "A measured machine that runs slower now"; ``benchmarks/kb_speed_drift.py`` measures
-        it). A calibration there says so, and ``recommend`` then scales that machine's times
+        The same CPU can run the same runs at other speeds on other days (``benchmarks/kb_speed_drift.py``
+        measures it). A calibration there says so, and ``recommend`` then scales that machine's times
         (and intervals) by it.
 
         That holds for a calibration made on this machine (in the cache, ``"here"`` in

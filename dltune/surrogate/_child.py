@@ -3,8 +3,7 @@
 ``PerformanceModel.fit`` spends about half its time on the accuracy surrogate, which nothing
 else in the fit reads. A second process fits it while the first fits the training-time and
 memory surrogates. Threads do not help: the trees are fitted on one OpenMP thread each (more
-spin on data this small), and a thread beside them made the fit slower
-(docs/recommendation-history.md, "the accuracy surrogate fitted in a second process").
+spin on data this small), and a thread beside them made the fit slower.
 
 The child is a fresh interpreter running :func:`_main` on ``FOLDER``, not a fork
 (the parent may hold OpenMP or framework threads) nor ``multiprocessing``'s spawn (which imports

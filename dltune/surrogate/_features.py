@@ -19,10 +19,10 @@ import numpy as np
 
 from dltune._errors import NotFittedError
 from dltune.config import LR_RANGES, OPTIMIZERS
+from dltune.measure._record import current_revision, revision_of
 
 __all__ = [
     "FeatureEncoder",
-    "MEMORY_CHANGED",
     "WORKLOAD_FEATURES",
     "HARDWARE_FEATURES",
     "ran_in_new_process",
@@ -92,29 +92,11 @@ def ran_in_new_process(data: dict[str, Any]) -> bool:
     return ((data.get("metrics") or {}).get("import_time_s") or 0) > 0
 
 
-# Backends whose training process holds another amount of memory since the time given: peak
-# memory measured before then is not what the backend needs now, so the memory model leaves it
-# out. TensorFlow copied the data set into tf.constant tensors until 2026-12-05 (at peak 3-4
-# times the data set, against 1-2.5 since: benchmarks/tf_data_memory.py); since then it shares
-# the worker's arrays (dltune.backends._tensorflow.host_tensor). MXNet (mx.nd.array) and PyTensor
-# (shared without borrow) held one copy each until 2026-12-05 04:05 UTC; they share them since.
-MEMORY_CHANGED = {"tensorflow": "2026-12-05T02:45:00+00:00", "mxnet": "2026-12-05T04:05:00+00:00",
-                  "pytensor": "2026-12-05T04:05:00+00:00"}
-
-
 def memory_as_now(data: dict[str, Any]) -> bool:
-    """Whether a record's peak memory is what its backend needs now (:data:`MEMORY_CHANGED`);
-    a record without its finish time is taken as current."""
-    since = MEMORY_CHANGED.get(str((data.get("config") or {}).get("framework")))
-    finished = data.get("finished_at")
-    if since is None or not finished:
-        return True
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(str(finished)) >= datetime.fromisoformat(since)
-    except ValueError:
-        return True
+    """Whether a record's peak memory is what its backend needs now: it was measured at the
+    backend's current revision (:attr:`BackendInfo.revision <dltune.backends.BackendInfo>`),
+    which is raised when what its training process holds changes."""
+    return revision_of(data) >= current_revision(str((data.get("config") or {}).get("framework")))
 
 
 @functools.lru_cache(maxsize=256)
@@ -152,7 +134,7 @@ def hardware_vector(hardware: dict[str, Any]) -> np.ndarray:
 def _lr_position(optimizer: Any, learning_rate: Any) -> float:
     """Where a learning rate lies in its optimizer's usual range (``LR_RANGES``; 0 its low end,
     1 its high end, log scale): rates of different optimizers are not comparable steps
-    (docs/recommendation.md, Surrogates)."""
+    (docs/explanation/how-recommend-decides.md#the-surrogates)."""
     low, high = LR_RANGES.get(str(optimizer), (math.nan, math.nan))
     return (_log(learning_rate) - math.log(low)) / (math.log(high) - math.log(low))
 
@@ -164,8 +146,7 @@ def _step_per_sample(optimizer: Any, learning_rate: Any, momentum: float, batch:
     rate (its step does not grow with the gradient: another scale, which the optimizer columns
     tell apart).
 
-    The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``;
-    docs/recommendation-history.md, "the step per sample for the accuracy point").
+    The accuracy point's ensembles see it, its interval's do not (``PerformanceModel``).
     """
     lr = _num(learning_rate)
     if optimizer == "momentum":

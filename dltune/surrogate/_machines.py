@@ -24,7 +24,7 @@ def blas_kernels(hardware: dict[str, Any]) -> str | None:
     The CPU model string and flags do not tell every two machines apart: machines with the same
     model string and flags can run the same runs at different speeds, and OpenBLAS's pick
     tells them apart because it reads the CPU's family and model, which the model string hides
-    (docs/recommendation.md, Surrogates).
+    (docs/explanation/how-recommend-decides.md#the-surrogates).
     """
     if hardware.get("blas_kernels"):
         return str(hardware["blas_kernels"])

@@ -9,12 +9,11 @@ import numpy as np
 
 from dltune._errors import ParameterError
 from dltune.surrogate._additive import _crossed, _nnls
-from dltune.surrogate._quantile import QuantileGBMRegressor
-from dltune.surrogate._sklearn_api import LazyConstraints
+from dltune.surrogate._quantile import QuantileGBM
 
-__all__ = ["SIZE_INPUTS", "SIZE_TERMS", "MemorySurrogate", "held_data_mb", "size_terms"]
+__all__ = ["SIZE_INPUTS", "SIZE_TERMS", "MemoryModel", "held_data_mb", "size_terms"]
 
-# What ``MemorySurrogate.size_columns`` must point at, in this order.
+# What ``MemoryModel.size_columns`` must point at, in this order.
 SIZE_INPUTS = ("log_n_train", "log_n_test", "log_input_size", "log_param_count", "log2_batch",
                "log_activations_per_sample", "channels", "conv_outputs_per_sample")
 # The fitted memory terms, in MB per unit (float32 values); each gets a non-negative coefficient
@@ -30,7 +29,7 @@ def _data_mb(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
 
 
 def size_terms(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
-    """The fitted memory terms of a training process (see :class:`MemorySurrogate`), in MB of
+    """The fitted memory terms of a training process (see :class:`MemoryModel`), in MB of
     float32 values: 1 (the process and its libraries), the parameters, and one batch's
     activations."""
     log_params, log2_batch, log_act = (np.nan_to_num(X[:, c], nan=-np.inf) for c in size_columns[3:6])
@@ -58,8 +57,9 @@ def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...],
     return data * copies
 
 
-class MemorySurrogate(QuantileGBMRegressor):
-    """Peak resident memory in MB: a sum of sizes, with trees on what that leaves.
+class MemoryModel(QuantileGBM):
+    """Peak resident memory in MB: a sum of sizes, with trees on what that leaves
+    (:class:`~dltune.surrogate.MemorySurrogate` is the estimator).
 
     With ``size_columns`` (the columns named in :data:`SIZE_INPUTS`) and ``group_columns``
     (one-hot frameworks) the memory is modelled as
@@ -76,16 +76,9 @@ class MemorySurrogate(QuantileGBMRegressor):
     log memory alone cannot. Without ``size_columns`` the trees learn the log memory alone.
 
     The data set's copies are known rather than fitted because a data coefficient per
-    framework would rest on the few large data sets (docs/recommendation.md, Surrogates;
+    framework would rest on the few large data sets (docs/explanation/how-recommend-decides.md#the-surrogates;
     ``benchmarks/memory_extrapolation.py`` measures the extrapolation).
     """
-
-    _parameter_constraints = LazyConstraints(lambda v: {
-        **QuantileGBMRegressor._parameter_constraints,
-        "size_columns": ["array-like"],
-        "group_columns": ["array-like"],
-        "layout_copy_columns": ["array-like"],
-    })
 
     def __init__(self, size_columns: tuple[int, ...] = (), group_columns: tuple[int, ...] = (),
                  layout_copy_columns: tuple[int, ...] = (), coverage: float = 0.8,
@@ -117,17 +110,16 @@ class MemorySurrogate(QuantileGBMRegressor):
         # A group the fit never saw has no sizes: a floor keeps the log finite.
         return np.maximum(out, 1e-6)
 
-    def fit(self, X: Any, y: Any, groups: Any = None) -> MemorySurrogate:
+    def _fit(self, X: np.ndarray, y: np.ndarray, groups: Any = None) -> MemoryModel:
         if len(self.size_columns) not in (0, len(SIZE_INPUTS)):
             raise ParameterError(
                 f"The 'size_columns' parameter must name {len(SIZE_INPUTS)} columns "
                 f"({', '.join(SIZE_INPUTS)}) or none. Got {len(self.size_columns)} instead."
             )
-        X, y = self._validate_fit_data(X, y)
         self.size_coef_ = np.zeros(0)
         if len(self.size_columns):
             self.size_coef_ = self._fit_sizes(X, y)
-        return super().fit(X, y, groups)
+        return super()._fit(X, y, groups)
 
     def _fold_targets(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, train: np.ndarray) -> np.ndarray:
         if not len(self.size_columns):
@@ -147,7 +139,7 @@ class MemorySurrogate(QuantileGBMRegressor):
         arrays[f"{prefix}size_coef"] = self.size_coef_
         return arrays
 
-    def load_arrays(self, arrays, prefix: str) -> MemorySurrogate:
+    def load_arrays(self, arrays, prefix: str) -> MemoryModel:
         super().load_arrays(arrays, prefix)
         self.size_coef_ = np.asarray(arrays[f"{prefix}size_coef"], dtype=np.float64)
         return self

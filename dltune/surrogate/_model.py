@@ -18,7 +18,7 @@ import numpy as np
 from dltune._errors import NotFittedError, ParameterError
 from dltune._validation import check_int
 from dltune.backends._registry import BACKENDS
-from dltune.surrogate._accuracy import AccuracySurrogate
+from dltune.surrogate._accuracy import AccuracyModel
 from dltune.surrogate._calibration import (
     MIN_MACHINE_FRAMEWORK_RECORDS,
     MIN_MACHINE_RECORDS,
@@ -40,7 +40,7 @@ from dltune.surrogate._machines import (
     machine_key,
     reference_machine,
 )
-from dltune.surrogate._memory import SIZE_INPUTS, MemorySurrogate
+from dltune.surrogate._memory import SIZE_INPUTS, MemoryModel
 from dltune.surrogate._novelty import _NOVELTY_IDX, NoveltyMixin
 from dltune.surrogate._persist import FORMAT_VERSION, PersistenceMixin
 from dltune.surrogate._records import (
@@ -52,7 +52,7 @@ from dltune.surrogate._records import (
     workload_label,
 )
 from dltune.surrogate._seed_noise import SeedNoiseMixin
-from dltune.surrogate._train_time import TrainTimeSurrogate
+from dltune.surrogate._train_time import TrainTimeModel
 
 # FORMAT_VERSION: the surrogate cache keys its fits by it (``_cache``).
 __all__ = ["FORMAT_VERSION", "PerformanceModel"]
@@ -68,14 +68,13 @@ _NOT_ACCURACY = ("intra_threads", "cores", "threads_per_core", "log_work", "fres
 _NOT_SPEED = ("lr_position", "log_step_per_sample")
 # Columns the accuracy point's ensembles (value, order, transfer) see and its interval's quantile
 # ensembles do not: given to those too, the step per sample moved the picks, which rank by the
-# interval's low end, to worse ones (docs/recommendation.md, Surrogates).
+# interval's low end, to worse ones (docs/explanation/how-recommend-decides.md#the-surrogates).
 _NOT_BANDS = ("log_step_per_sample",)
 # Fresh-process records needed before the memory surrogate learns from them alone.
 MIN_FRESH_RECORDS = 20
 # Records from which ``PerformanceModel(n_jobs=None)`` fits the accuracy surrogate in a second
 # process: starting it (a fresh interpreter importing numpy and scikit-learn) costs about what a
-# fit on fewer records takes in all (docs/recommendation-history.md, "the accuracy surrogate
-# fitted in a second process").
+# fit on fewer records takes in all.
 CHILD_FIT_MIN_RECORDS = 2000
 
 
@@ -117,7 +116,16 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         self.transfer = transfer
         self.n_jobs = n_jobs
 
-    def _estimators(self, encoder: FeatureEncoder):
+    def _estimators(self, encoder: FeatureEncoder, fitting: bool = True):
+        """The accuracy, training-time and memory surrogates for ``encoder``'s columns: the
+        scikit-learn estimators to fit, or (not ``fitting``) their model classes, which a saved
+        model loads into without importing scikit-learn."""
+        if fitting:
+            from dltune.surrogate._estimators import AccuracySurrogate as accuracy
+            from dltune.surrogate._estimators import MemorySurrogate as memory
+            from dltune.surrogate._estimators import TrainTimeSurrogate as train_time
+        else:
+            accuracy, train_time, memory = AccuracyModel, TrainTimeModel, MemoryModel
         kw = dict(coverage=self.coverage, calibrate=self.calibrate, random_state=self.random_state)
         names = encoder.feature_names_
         cost = tuple(names.index(n) for n in _TIME_COST)
@@ -131,7 +139,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         accuracy_bands = tuple(i for i in accuracy_trees if names[i] not in _NOT_BANDS)
         # Speed and memory: where a rate lies in its optimizer's range changes neither.
         speed_trees = tuple(i for i, n in enumerate(names) if n not in _NOT_SPEED)
-        return (AccuracySurrogate(reference_columns=(names.index("landmark_logreg"),
+        return (accuracy(reference_columns=(names.index("landmark_logreg"),
                                                      names.index("landmark_1nn")),
                                   n_test_column=names.index("log_n_test"),
                                   classes_column=names.index("log_num_classes"),
@@ -142,10 +150,10 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
                                   transfer=self.transfer,
                                   tree_columns=accuracy_trees, band_columns=accuracy_bands,
                                   max_iter=self.max_iter, **kw),
-                TrainTimeSurrogate(work_column=encoder.work_column, cost_columns=cost,
+                train_time(work_column=encoder.work_column, cost_columns=cost,
                                    group_columns=groups, subgroup_columns=subgroups,
                                    max_iter=self.time_residual_iter, tree_columns=speed_trees, **kw),
-                MemorySurrogate(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
+                memory(size_columns=tuple(names.index(n) for n in SIZE_INPUTS),
                                 group_columns=groups,
                                 layout_copy_columns=tuple(
                                     i for i in groups
@@ -177,8 +185,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         # Likewise a knowledge-base run in a new process measured again after its backend's
         # memory changed (FRESH_REVISIONS: the same configuration and seed as a fresh run on
         # record, measured for its memory): counted for accuracy, they would weigh those
-        # configurations twice too, and moved a pick to a poor run (docs/recommendation.md,
-        # Validation).
+        # configurations twice too, and moved a pick to a poor run (docs/explanation/how-recommend-decides.md#validation).
         again = remeasured(data)
         scored = [i for i, c in enumerate(calibration) if not c and i not in again]
         scored = scored if len(scored) >= 4 else list(range(len(data)))

@@ -134,7 +134,7 @@ class NoveltyMixin:
         differ only there share one prediction per workload: each distinct one is predicted once. The ends
         are the quantile ensembles' (``predict_band``): ``predict`` also stretches an interval
         to hold its point, where the point falls outside, and the point costs most (its order
-        model ranks every workload's rows; docs/recommendation.md, Speed).
+        model ranks every workload's rows).
         """
         self._check_fitted()
         # The columns the interval's quantile ensembles split on.
@@ -156,8 +156,7 @@ class NoveltyMixin:
         are mixed with the consensus of the measured workloads of its model
         (:meth:`consensus_accuracy_band`'s low ends), ``low`` weighing ``1 / u``, with ``u`` the
         factor its intervals are widened by for the workload (``1 + d / t``): the consensus
-        brings such a workload's pick closer to its best run (docs/recommendation.md, Out of
-        distribution). The band is what :meth:`widen` stretches such a workload's accuracy
+        brings such a workload's pick closer to its best run (docs/explanation/how-recommend-decides.md#out-of-distribution). The band is what :meth:`widen` stretches such a workload's accuracy
         intervals to reach.
         """
         _, _, unlike = self._unlike(meta, k=1)
@@ -210,7 +209,7 @@ class NoveltyMixin:
         more libraries). For an unlike workload, ``consensus`` (the band
         :meth:`ranking_accuracy` returns) stretches each accuracy interval further to reach it:
         its own stretched interval stays around its own extrapolated point, while the picks rank
-        by the consensus too (docs/recommendation.md, Out of distribution). Accuracy
+        by the consensus too (docs/explanation/how-recommend-decides.md#out-of-distribution). Accuracy
         does not depend on the hardware. (Thread counts beyond the
         measured: :meth:`hedge_threads`.) Always, without a note: the memory interval's high end
         reaches at least ``policy.installation_memory_factor`` times its point, for the user's
@@ -284,8 +283,7 @@ class NoveltyMixin:
         beyond. (A machine calibrated on more cores ran all of them too: its times there are
         scaled by what they gained, :func:`thread_delta`, and not hedged.)
         Beyond the measured threads the extrapolation is too fast and no gain too slow
-        (docs/recommendation.md, "More cores than the knowledge base: a 16-core Xeon with an
-        H200"), so such a row's point becomes the geometric
+        (``benchmarks/threads_hedge.py``), so such a row's point becomes the geometric
         middle of the two predictions (the same configuration at the measured threads, and
         the extrapolation) and its interval reaches both intervals' far ends. Its memory and
         accuracy are left as predicted. Returns the new predictions and a note (none when no

@@ -79,7 +79,8 @@ class PersistenceMixin:
                 raise ParameterError(
                     f"Surrogate file {str(path)!r} was written with other features; refit it."
                 )
-            model.accuracy_, model.train_time_, model.memory_ = model._estimators(model.encoder_)
+            # The model classes, not the estimators: loading and predicting need no scikit-learn.
+            model.accuracy_, model.train_time_, model.memory_ = model._estimators(model.encoder_, fitting=False)
             model.accuracy_.load_arrays(arrays, "acc.")
             model.train_time_.load_arrays(arrays, "time.")
             model.memory_.load_arrays(arrays, "mem.")
@@ -87,7 +88,7 @@ class PersistenceMixin:
             for i, info in enumerate(state["machine_time"]):
                 info = dict(info)
                 machine = info.pop("machine")
-                model.machine_time_[machine] = model._estimators(model.encoder_)[1].load_arrays(
+                model.machine_time_[machine] = model._estimators(model.encoder_, fitting=False)[1].load_arrays(
                     arrays, f"time@{i}.")
                 model.machine_time_info_[machine] = info
             model.measured_ = {k: {"sigma": m["sigma"], "floor": m["floor"], "configs": arrays[f"measured@{i}"].tobytes()}

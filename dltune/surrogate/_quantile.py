@@ -1,8 +1,10 @@
-"""The surrogate estimators' base: gradient-boosted trees with a calibrated interval, following
-scikit-learn's estimator conventions.
+"""The surrogates' base: gradient-boosted trees with a calibrated interval.
 
-``__init__`` only stores parameters; ``fit(X, y)`` validates them, learns attributes ending in
-``_`` and returns ``self``; ``predict`` before ``fit`` raises :class:`NotFittedError`.
+:class:`QuantileGBM` holds what the surrogates compute; the scikit-learn estimators
+(:mod:`dltune.surrogate._estimators`) add ``BaseEstimator`` and ``RegressorMixin`` to it. A saved
+model loads into the classes here, which predict without importing scikit-learn: importing
+``sklearn.base`` imports SciPy and pandas, which a recommendation from a saved model never
+needs (``benchmarks/recommend_speed.py``).
 
 Each estimator fits a gradient-boosted point model (squared error) and two quantile models,
 then widens the quantile band by conformalized quantile regression on out-of-fold
@@ -13,20 +15,19 @@ on its own training data.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from dltune._errors import NotFittedError, ParameterError
 from dltune.surrogate._forest import TreeArrays, compile_hist_gbm
-from dltune.surrogate._sklearn_api import EstimatorAPI, LazyConstraints
 
-__all__ = ["QuantileGBMRegressor"]
+__all__ = ["QuantileGBM"]
 
 
-class QuantileGBMRegressor(EstimatorAPI):
-    """Gradient-boosted trees predicting a value and a calibrated ``coverage`` interval.
+class QuantileGBM:
+    """Gradient-boosted trees predicting a value and a calibrated ``coverage`` interval
+    (:class:`~dltune.surrogate.QuantileGBMRegressor` is the estimator).
 
     Args:
         coverage: the interval's target coverage (0.8: the 10th to 90th percentile).
@@ -37,19 +38,6 @@ class QuantileGBMRegressor(EstimatorAPI):
         tree_columns: the columns of ``X`` the trees split on (default: all); target
             transforms of subclasses may still read the others.
     """
-
-    _parameter_constraints = LazyConstraints(lambda v: {
-        "coverage": [v.Interval(Real, 0.0, 1.0, closed="neither")],
-        "max_iter": [v.Interval(Integral, 1, 100_000, closed="both")],
-        "learning_rate": [v.Interval(Real, 0.0, 1.0, closed="right")],
-        "max_leaf_nodes": [v.Interval(Integral, 2, 100_000, closed="both")],
-        "min_samples_leaf": [v.Interval(Integral, 1, 100_000, closed="both")],
-        "l2_regularization": [v.Interval(Real, 0.0, None, closed="left")],
-        "calibrate": ["boolean"],
-        "cv": [v.Interval(Integral, 2, 1000, closed="both")],
-        "random_state": [v.Interval(Integral, 0, 2**32 - 1, closed="both")],
-        "tree_columns": ["array-like", None],
-    })
 
     def __init__(self, coverage: float = 0.8, max_iter: int = 100, learning_rate: float = 0.08,
                  max_leaf_nodes: int = 15, min_samples_leaf: int = 4,
@@ -80,21 +68,6 @@ class QuantileGBMRegressor(EstimatorAPI):
     def _from_target(self, X: np.ndarray, t: np.ndarray) -> np.ndarray:
         return t
 
-    def _validate_fit_data(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``X`` as 2-D floats (missing values allowed) and ``y`` as 1-D floats, checked as
-        scikit-learn checks them; non-finite targets are kept (the fit leaves their rows out)."""
-        from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
-
-        try:
-            X, y = validate_data(self, X, y, validate_separately=(
-                {"dtype": np.float64, "ensure_all_finite": "allow-nan", "ensure_min_samples": 2},
-                {"dtype": np.float64, "ensure_2d": False, "ensure_all_finite": False}))
-            y = column_or_1d(y, warn=True)
-            check_consistent_length(X, y)
-        except ValueError as error:
-            raise ParameterError(str(error)) from None
-        return X, y
-
     def _gbm(self, loss: str, quantile: float | None = None):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
@@ -111,11 +84,10 @@ class QuantileGBMRegressor(EstimatorAPI):
         return (compile_hist_gbm(self._gbm("quantile", low_q).fit(X, t)),
                 compile_hist_gbm(self._gbm("quantile", high_q).fit(X, t)))
 
-    def fit(self, X: Any, y: Any, groups: Any = None) -> QuantileGBMRegressor:
-        """Fit; with ``groups`` (one label per row, e.g. the workload) the conformal folds hold
-        out whole groups, so the interval is calibrated for a group the model has not seen."""
-        self._validate_params()
-        X, y = self._validate_fit_data(X, y)
+    def _fit(self, X: np.ndarray, y: np.ndarray, groups: Any = None) -> QuantileGBM:
+        """Fit on ``X`` and ``y`` as the estimator's ``fit`` checked them; with ``groups`` (one
+        label per row, e.g. the workload) the conformal folds hold out whole groups, so the
+        interval is calibrated for a group the model has not seen."""
         if groups is not None:
             groups = np.asarray(groups).ravel()
             if len(groups) != len(y):
@@ -177,7 +149,7 @@ class QuantileGBMRegressor(EstimatorAPI):
                 "appropriate arguments before using this estimator."
             )
         # Checked here rather than by scikit-learn's validate_data, in its words: predicting
-        # does not import scikit-learn (_sklearn_api).
+        # does not import scikit-learn.
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ParameterError(
@@ -235,7 +207,7 @@ class QuantileGBMRegressor(EstimatorAPI):
             arrays.update(getattr(self, name).to_arrays(f"{prefix}{name}"))
         return arrays
 
-    def load_arrays(self, arrays, prefix: str) -> QuantileGBMRegressor:
+    def load_arrays(self, arrays, prefix: str) -> QuantileGBM:
         """Restore the fitted state written by :meth:`to_arrays`."""
         widen, n_features, n_samples = arrays[f"{prefix}meta"]
         for name in ("point_", "low_", "high_"):

@@ -8,7 +8,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dltune.surrogate._features import MEMORY_CHANGED, _threads, memory_as_now, ran_in_new_process
+from dltune.measure._record import current_revision
+from dltune.surrogate._features import _threads, memory_as_now, ran_in_new_process
 
 __all__ = ["display_name", "epochs_ran", "intra_threads", "remeasured", "usable_records", "workload_label"]
 
@@ -64,14 +65,16 @@ def intra_threads(config: dict[str, Any], hardware: dict[str, Any]) -> int | Non
 
 def remeasured(data: Sequence[dict[str, Any]]) -> set[int]:
     """The records (indices) that measure again, in a new process, a configuration of a backend
-    whose memory changed (:data:`MEMORY_CHANGED`) that a new process ran before the change: the
-    knowledge base's fresh runs of a later revision (``FRESH_REVISIONS``), measured for their
-    memory; the same configuration and seed as a run on record."""
+    whose memory changed (a revision above 0) that a new process ran at an earlier revision
+    (:func:`~dltune.surrogate._features.memory_as_now`): the knowledge base's fresh runs of a
+    later revision (``FRESH_REVISIONS``), measured for their memory; the same configuration and
+    seed as a run on record."""
     def key(d: dict[str, Any]) -> str:
         return workload_label(d) + json.dumps(d.get("config"), sort_keys=True, default=str)
 
     changed = [i for i, d in enumerate(data)
-               if (d.get("config") or {}).get("framework") in MEMORY_CHANGED and ran_in_new_process(d)]
+               if current_revision(str((d.get("config") or {}).get("framework"))) > 0
+               and ran_in_new_process(d)]
     before = {key(data[i]) for i in changed if not memory_as_now(data[i])}
     return {i for i in changed if memory_as_now(data[i]) and key(data[i]) in before}
 

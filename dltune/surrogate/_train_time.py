@@ -3,19 +3,17 @@ leaves and the interval."""
 
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from dltune._errors import ParameterError
 from dltune.surrogate._additive import _crossed, _nnls
-from dltune.surrogate._quantile import QuantileGBMRegressor
-from dltune.surrogate._sklearn_api import LazyConstraints
+from dltune.surrogate._quantile import QuantileGBM
 
-__all__ = ["COST_INPUTS", "COST_TERMS", "TrainTimeSurrogate", "cost_terms"]
+__all__ = ["COST_INPUTS", "COST_TERMS", "TrainTimeModel", "cost_terms"]
 
-# What ``TrainTimeSurrogate.cost_columns`` must point at, in this order.
+# What ``TrainTimeModel.cost_columns`` must point at, in this order.
 COST_INPUTS = ("epochs", "log_batches_per_epoch", "log_n_train", "log_param_count",
                "log_flops_per_sample", "log_input_size", "threads", "log_layers",
                "log_activations_per_sample", "is_momentum", "is_adam", "fresh_process",
@@ -31,7 +29,7 @@ COST_TERMS = ("run", "fresh_run", "fresh_run_x_layers", "epoch", "step", "step_x
 
 
 def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
-    """The additive cost terms of training (see :class:`TrainTimeSurrogate`), one row per row of X.
+    """The additive cost terms of training (see :class:`TrainTimeModel`), one row per row of X.
 
     Dense FLOPs are taken as twice the parameters (each weight is one multiply-add per sample),
     the remainder of the forward FLOPs as convolution FLOPs, which reuse each weight many times.
@@ -63,8 +61,9 @@ def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
     return np.nan_to_num(terms, nan=0.0, posinf=0.0)
 
 
-class TrainTimeSurrogate(QuantileGBMRegressor):
-    """Training seconds as a sum of costs, with trees on what that leaves and the interval.
+class TrainTimeModel(QuantileGBM):
+    """Training seconds as a sum of costs, with trees on what that leaves and the interval
+    (:class:`~dltune.surrogate.TrainTimeSurrogate` is the estimator).
 
     With ``cost_columns`` (the columns named in :data:`COST_INPUTS`) the time is modelled as
 
@@ -88,20 +87,11 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
     way a tree cannot. Quantile trees on the log ratio of measured to modelled time give the
     interval; the point prediction is the cost model's own unless ``correct_point``, where a
     squared-error tree ensemble on that log ratio corrects it (by default not: the trees learn
-    the measured workloads, not what carries over; docs/recommendation.md, Surrogates).
+    the measured workloads, not what carries over; docs/explanation/how-recommend-decides.md#the-surrogates).
 
     Without ``cost_columns`` the trees learn the log throughput ``log(work) - log(seconds)``
     alone, ``X[:, work_column]`` holding ``log(epochs x samples x FLOPs per sample)``.
     """
-
-    _parameter_constraints = LazyConstraints(lambda v: {
-        **QuantileGBMRegressor._parameter_constraints,
-        "work_column": [Integral],
-        "cost_columns": ["array-like"],
-        "group_columns": ["array-like"],
-        "subgroup_columns": ["array-like"],
-        "correct_point": ["boolean"],
-    })
 
     def __init__(self, work_column: int = -1, cost_columns: tuple[int, ...] = (),
                  group_columns: tuple[int, ...] = (), subgroup_columns: tuple[int, ...] = (),
@@ -156,17 +146,16 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(y) - np.log(self._modelled(X, self._fit_costs(X[train], y[train])))
 
-    def fit(self, X: Any, y: Any, groups: Any = None) -> TrainTimeSurrogate:
+    def _fit(self, X: np.ndarray, y: np.ndarray, groups: Any = None) -> TrainTimeModel:
         if len(self.cost_columns) not in (0, len(COST_INPUTS)):
             raise ParameterError(
                 f"The 'cost_columns' parameter must name {len(COST_INPUTS)} columns "
                 f"({', '.join(COST_INPUTS)}) or none. Got {len(self.cost_columns)} instead."
             )
-        X, y = self._validate_fit_data(X, y)
         self.cost_coef_ = self.sub_coef_ = np.zeros(0)
         if len(self.cost_columns):
             self.cost_coef_, self.sub_coef_ = self._fit_costs(X, y)
-        return super().fit(X, y, groups)
+        return super()._fit(X, y, groups)
 
     def _to_target(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -185,7 +174,7 @@ class TrainTimeSurrogate(QuantileGBMRegressor):
         arrays[f"{prefix}sub_coef"] = self.sub_coef_
         return arrays
 
-    def load_arrays(self, arrays, prefix: str) -> TrainTimeSurrogate:
+    def load_arrays(self, arrays, prefix: str) -> TrainTimeModel:
         super().load_arrays(arrays, prefix)
         self.cost_coef_ = np.asarray(arrays[f"{prefix}cost_coef"], dtype=np.float64)
         self.sub_coef_ = np.asarray(arrays[f"{prefix}sub_coef"], dtype=np.float64)

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
+from dltune._log import Progress
+from dltune._storage_url import resolve_storage
 from dltune._validation import check_float, check_int
 from dltune.tuning._objective import TrialRunner
 from dltune.tuning._storage import (
     SQLiteWriters,
-    default_storage_url,
     mask_url,
     open_storage,
     require_database,
@@ -34,39 +35,36 @@ from dltune.tuning._study import (
 __all__ = ["run_worker"]
 
 
-def max_runs_for(n_trials: int) -> int:
-    """Trials one process may run for a target of ``n_trials`` complete ones."""
-    return 3 * n_trials + 10
+def max_runs_for(trials: int) -> int:
+    """Trials one process may run for a target of ``trials`` complete ones."""
+    return 3 * trials + 10
 
 
-def _bar(study: Any, total: int, desc: str, enabled: bool) -> Any:
+def _bar(study: Any, total: int, desc: str, enabled: bool) -> Progress | None:
     if not enabled:
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=min(total, counts(study).get("COMPLETE", 0)), desc=desc,
-                unit="trial", file=sys.stderr, leave=True)
+    return Progress(total, desc, "trial", initial=min(total, counts(study).get("COMPLETE", 0)))
 
 
-def _run_here(study: Any, storage: Any, spec: StudySpec, n_trials: int, timeout: float | None,
+def _run_here(study: Any, storage: Any, spec: StudySpec, trials: int, time_budget_s: float | None,
               pool: Any, progress: bool) -> int:
     from dltune.tuning._loop import run_trials
 
     runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
                          spec.constraints, prune=spec.pruner not in ("none", "NopPruner"),
                          storage=storage, pool=pool)
-    bar = _bar(study, n_trials, spec.framework, progress)
+    bar = _bar(study, trials, spec.framework, progress)
 
     def on_trial(trial: Any) -> None:
         if bar is not None:
-            done = min(n_trials, counts(study).get("COMPLETE", 0))
+            done = min(trials, counts(study).get("COMPLETE", 0))
             bar.update(done - bar.n)
             bar.set_postfix_str(f"last: #{trial.number} {trial.state.name.lower()}")
 
     try:
         with SQLiteWriters(storage.url):
-            return run_trials(study, runner, n_trials, storage=storage, timeout=timeout,
-                              on_trial=on_trial, max_runs=max_runs_for(n_trials))
+            return run_trials(study, runner, trials, storage=storage, time_budget_s=time_budget_s,
+                              on_trial=on_trial, max_runs=max_runs_for(trials))
     finally:
         if bar is not None:
             bar.close()
@@ -82,10 +80,10 @@ def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: flo
     logs = Path(tempfile.mkdtemp(prefix="dltune-workers-"))
     procs = []
     for i in range(workers):
-        cmd = [sys.executable, "-m", "dltune.cli", "worker", "--study", study.study_name,
-               "--n-trials", str(n_trials), "--seed-offset", str(i), "--quiet"]
+        cmd = [sys.executable, "-m", "dltune", "worker", "--study", study.study_name,
+               "--trials", str(n_trials), "--seed-offset", str(i), "--quiet"]
         if timeout is not None:
-            cmd += ["--timeout", str(timeout)]
+            cmd += ["--time-budget", str(timeout)]
         log = open(logs / f"worker-{i}.log", "wb")
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     bar = _bar(study, n_trials, f"{framework} x{workers}", progress)
@@ -116,25 +114,34 @@ def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: flo
 
 def run_worker(
     study: str,
-    storage: str | None = None,
-    n_trials: int | None = None,
+    storage: str | None = "default",
+    trials: int | None = None,
     *,
-    timeout: float | None = None,
+    time_budget_s: float | None = None,
     seed_offset: int = 0,
     any_hardware: bool = False,
     progress: bool = False,
+    **renamed: Any,
 ) -> dict[str, Any]:
-    """Join an existing study and run trials until it holds ``n_trials`` COMPLETE ones.
+    """Join an existing study and run trials until it holds ``trials`` COMPLETE ones.
 
-    ``n_trials`` is the study's total target (the one ``tune`` stored, by default), so any
-    number of workers together stop at exactly that many completed trials.
+    ``trials`` is the study's total target (the one ``tune`` stored, by default), so any
+    number of workers together stop at exactly that many completed trials. ``storage``:
+    ``"default"`` is ``$DLTUNE_STORAGE``, else ``sqlite:///dltune.db``; no new trial starts
+    after ``time_budget_s`` seconds.
     """
     import optuna
 
-    if timeout is not None:
-        check_float("timeout", timeout, 0.0, None, low_open=True)
-    url = require_database(storage or default_storage_url(),
-                           "a worker joins a study that 'dltune tune' created there")
+    from dltune._bench import refuse_renamed
+
+    refuse_renamed("run_worker", renamed)
+    if time_budget_s is not None:
+        check_float("time_budget_s", time_budget_s, 0.0, None, low_open=True)
+    url = resolve_storage(storage)
+    if url is None:
+        raise ParameterError("The 'storage' parameter of run_worker() must be a database URL or "
+                             "'default': the study lives there. Got None instead.")
+    url = require_database(url, "a worker joins a study that 'dltune tune' created there")
     storage_obj = open_storage(url)
     try:
         loaded = optuna.load_study(study_name=study, storage=storage_obj)
@@ -145,7 +152,7 @@ def run_worker(
             f"{', '.join(names) if names else 'none'}."
         ) from None
     spec = load_study_spec(loaded, cores_check=not any_hardware)
-    target = spec.n_trials if n_trials is None else check_int("n_trials", n_trials, 1, 100000)
+    target = spec.n_trials if trials is None else check_int("trials", trials, 1, 100000)
     seed = None if spec.seed is None else spec.seed + 7919 * int(seed_offset)
     loaded = optuna.load_study(
         study_name=study,
@@ -163,7 +170,7 @@ def run_worker(
                              pool=pool)
         bar = _bar(loaded, target, spec.framework, progress)
         try:
-            ran = run_trials(loaded, runner, target, storage=storage_obj, timeout=timeout,
+            ran = run_trials(loaded, runner, target, storage=storage_obj, time_budget_s=time_budget_s,
                              max_runs=max_runs_for(target),
                              on_trial=(lambda t: bar.update(min(target, counts(loaded).get("COMPLETE", 0)) - bar.n))
                              if bar is not None else None)

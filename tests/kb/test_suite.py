@@ -56,7 +56,8 @@ def test_a_backend_whose_memory_changed_measures_its_fresh_runs_again():
     configurations, and every other run, keep theirs."""
     plan = plan_suite("reference", ["torch", "tensorflow"], configs_per_pair=4, repeats=1)
     fresh = {fw: [p for p in plan if p.kind == "fresh" and p.config.framework == fw] for fw in ("torch", "tensorflow")}
-    assert FRESH_REVISIONS == {"tensorflow": 1, "mxnet": 1}
+    assert {"tensorflow": 1, "mxnet": 1}.items() <= FRESH_REVISIONS.items()
+    assert "torch" not in FRESH_REVISIONS
     assert {p.repeat for p in fresh["torch"]} == {2} and {p.repeat for p in fresh["tensorflow"]} == {3}
     assert len(fresh["tensorflow"]) == len(fresh["torch"]) == 3 * len(SUITES["reference"])
     for p in fresh["tensorflow"]:

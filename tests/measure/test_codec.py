@@ -147,3 +147,19 @@ def test_a_record_of_a_newer_schema_is_refused_by_name():
     data = {**_record().to_dict(), "schema_version": 99}
     with pytest.raises(ParameterError, match="schema_version 99 is newer"):
         decode_record({"measurement": json.loads(json.dumps(data))})
+
+
+def test_a_new_record_keeps_its_backends_revision_and_an_old_one_reads_as_revision_0():
+    from dltune.backends._registry import BACKENDS
+    from dltune.measure._record import SCHEMA_VERSION
+
+    record = Measurement(status="ok", workload={"name": "digits-mlp"}, hardware={},
+                         config={"framework": "tensorflow", "epochs": 1}, metrics={"train_time_s": 1.0})
+    assert record.backend_revision == BACKENDS["tensorflow"].revision == 1
+    assert decode_record(encode(record)).backend_revision == 1
+    assert _record().backend_revision == BACKENDS["numpy"].revision == 0
+    old = {k: v for k, v in record.to_dict().items() if k != "backend_revision"}
+    old["schema_version"] = 1
+    decoded = decode_record({"measurement": old})
+    assert decoded.backend_revision == 0 and decoded.schema_version == 1
+    assert SCHEMA_VERSION == 2

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from dltune._errors import NotFittedError, ParameterError
+from dltune.backends._registry import BACKENDS
 from dltune.kb import RecordStore
 from dltune.measure._noise import SeedNoise, noise_scale
 from dltune.recommend import RecommendPolicy
@@ -203,20 +205,24 @@ def test_memory_is_learned_from_fresh_worker_runs_when_there_are_enough(tiny_kb)
     assert PerformanceModel(max_iter=20, calibrate=False).fit(few).n_memory_records_ == len(records)
 
 
-def test_memory_measured_before_a_backends_memory_changed_is_left_out(tiny_kb, monkeypatch):
-    """A backend that held more memory then than it does now (TensorFlow copied the data set
-    until 2026-12-05): its earlier peaks would teach the memory model what it no longer needs."""
-    from dltune.surrogate import _features
+def _memory_changed(monkeypatch, framework: str = "numpy") -> None:
+    """``framework``'s backend at revision 1: what its process holds changed."""
+    monkeypatch.setitem(BACKENDS, framework, dataclasses.replace(BACKENDS[framework], revision=1))
 
+
+def test_memory_measured_before_a_backends_memory_changed_is_left_out(tiny_kb, monkeypatch):
+    """A backend that held more memory at an earlier revision than it does now (TensorFlow
+    copied the data set): its earlier peaks would teach the memory model what it no longer
+    needs."""
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     for i, d in enumerate(records):
         before = i % 2 == 0
         d["metrics"] = dict(d["metrics"], import_time_s=1.0, peak_rss_mb=5000.0 if before else 100.0)
-        d["finished_at"] = "2026-01-01T10:00:00.000+00:00" if before else "2026-12-06T10:00:00.000+00:00"
+        d["backend_revision"] = 0 if before else 1
     assert ran_in_new_process(records[0]) and memory_as_now(records[0])
-    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+    _memory_changed(monkeypatch)
     assert not memory_as_now(records[0]) and memory_as_now(records[1])
-    assert memory_as_now({k: v for k, v in records[0].items() if k != "finished_at"})  # unknown: current
+    assert not memory_as_now({k: v for k, v in records[1].items() if k != "backend_revision"})  # unknown: 0
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records)
     assert model.n_memory_records_ == len(records) // 2
     assert model.predict([record_row(d) for d in records])["peak_rss_mb"].max() < 200
@@ -316,20 +322,19 @@ def test_runs_measured_again_for_their_memory_are_told_apart(tiny_kb, monkeypatc
     new process since: the knowledge base's fresh runs of a later revision. The accuracy model
     leaves them out (the same configuration and seed as a run on record); a run in a reused
     worker, or of a configuration not on record, is no such run."""
-    from dltune.surrogate import _features
     from dltune.surrogate._records import remeasured
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok][:6]
     for d in records:
         d["metrics"] = dict(d["metrics"], import_time_s=1.0)
-        d["finished_at"] = "2026-01-01T10:00:00.000+00:00"
-    again = [dict(d, id=f"again-{i}", finished_at="2026-12-06T10:00:00.000+00:00") for i, d in enumerate(records[:3])]
+        d["backend_revision"] = 0
+    again = [dict(d, id=f"again-{i}", backend_revision=1) for i, d in enumerate(records[:3])]
     again[2] = dict(again[2], metrics=dict(again[2]["metrics"], import_time_s=0.0))  # a reused worker
-    other = dict(records[3], id="other", finished_at="2026-12-06T10:00:00.000+00:00",
+    other = dict(records[3], id="other", backend_revision=1,
                  config=dict(records[3]["config"], learning_rate=0.123456))
     data = records + again + [other]
     assert remeasured(data) == set()  # no backend's memory changed
-    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+    _memory_changed(monkeypatch)
     assert remeasured(data) == {6, 7}
 
 
@@ -338,17 +343,16 @@ def test_memory_is_referred_to_the_machine_that_measured_every_framework_as_it_i
     measured it again since. The memory model is fitted on the second's runs (its reference
     must have every framework), and the first, with none left of that backend, is predicted
     at the second's level rather than from its stale runs."""
-    from dltune.surrogate import _features
     from dltune.surrogate._machines import machine_key
 
     records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
     for d in records:
         d["metrics"] = dict(d["metrics"], import_time_s=1.0, peak_rss_mb=5000.0)
-        d["finished_at"] = "2026-01-01T10:00:00.000+00:00"
+        d["backend_revision"] = 0
     again = _on_another_machine(records, len(records) // 2, slower=1.0, memory=100.0 / 5000.0)
     for d in again:
-        d["finished_at"] = "2026-12-06T10:00:00.000+00:00"
-    monkeypatch.setitem(_features.MEMORY_CHANGED, "numpy", "2026-06-01T00:00:00+00:00")
+        d["backend_revision"] = 1
+    _memory_changed(monkeypatch)
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + again)
     first, second = machine_key(records[0]["hardware"]), machine_key(again[0]["hardware"])
     assert model.reference_machine_ == first and model.memory_reference_machine_ == second

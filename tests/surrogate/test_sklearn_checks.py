@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
+import subprocess
+import sys
 
 import pytest
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dltune.surrogate import (
@@ -22,8 +24,8 @@ ESTIMATORS = [QuantileGBMRegressor(max_iter=10), AccuracySurrogate(max_iter=10),
 ALL = {
     "check_estimators_unfitted": (
         "predict before fit raises dltune's NotFittedError (a ValueError and AttributeError, as "
-        "scikit-learn's), not sklearn.exceptions.NotFittedError: importing that imports "
-        "scikit-learn into every recommendation, which predicts without it (_sklearn_api)"),
+        "scikit-learn's), not sklearn.exceptions.NotFittedError: the model classes that predict "
+        "(a saved model loads into them) do not import scikit-learn"),
     "check_non_transformer_estimators_n_iter": (
         "no n_iter_: the boosting has no early stopping, so it always runs max_iter iterations"),
 }
@@ -49,11 +51,8 @@ def _check_name(param) -> str:
     return getattr(check, "func", check).__name__
 
 
-with warnings.catch_warnings():
-    # They follow BaseEstimator's protocol without subclassing it (dltune.surrogate._sklearn_api).
-    warnings.filterwarnings("ignore", message="Estimator .* does not inherit from `sklearn.base.BaseEstimator`")
-    _mark = parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
-    _params = [p for p in _mark.args[1] if _check_name(p) not in NOT_APPLICABLE]
+_mark = parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+_params = [p for p in _mark.args[1] if _check_name(p) not in NOT_APPLICABLE]
 
 
 @pytest.mark.parametrize(_mark.args[0], _params, **_mark.kwargs)
@@ -64,3 +63,28 @@ def test_sklearn_compatible_estimator(estimator, check):
 def test_only_the_array_api_checks_are_left_out():
     assert 0 < len(_params) < len(list(parametrize_with_checks(ESTIMATORS).args[1]))
     assert {_check_name(p) for p in _params} >= {"check_fit2d_1sample", "check_regressors_int"}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_the_surrogates_are_scikit_learn_regressors(estimator):
+    assert isinstance(estimator, BaseEstimator) and isinstance(estimator, RegressorMixin)
+
+
+def test_a_saved_model_loads_and_predicts_without_scikit_learn(tmp_path):
+    """The shipped model's path (``recommend`` from a saved fit) imports neither scikit-learn
+    nor SciPy: importing them takes longer than the whole recommendation."""
+    from dltune.surrogate import shipped_model_dir, shipped_model_key
+
+    path = shipped_model_dir() / f"{shipped_model_key()}.npz"
+    assert path.exists()
+    code = (
+        "import sys\n"
+        "from dltune.surrogate import PerformanceModel, record_row\n"
+        "from dltune.measure._shipped import read_jsonl, shipped_kb_path\n"
+        f"model = PerformanceModel.load({str(path)!r})\n"
+        "record = next(d for d in read_jsonl(shipped_kb_path()) if d['status'] == 'ok')\n"
+        "assert model.predict([record_row(record)])['accuracy'].shape == (1,)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'scipy')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
