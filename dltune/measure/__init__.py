@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dltune.measure._record import (
     SCHEMA_VERSION,
+    SUMMARY_COLUMNS,
     Measurement,
     load_records,
     read_csv,
@@ -18,6 +19,7 @@ from dltune.measure._record import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SUMMARY_COLUMNS",
     "Measurement",
     "load_records",
     "read_csv",

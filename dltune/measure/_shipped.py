@@ -8,13 +8,11 @@ surrogates' loader read them here.
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dltune.measure._record import Measurement
+# read_jsonl is the records' one JSON-lines reader, re-exported for the knowledge base.
+from dltune.measure._record import Measurement, read_jsonl
 
 __all__ = [
     "SHIPPED_NAME",
@@ -29,21 +27,6 @@ __all__ = [
 ]
 
 SHIPPED_NAME = "reference"
-
-
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Each well-formed line of a (possibly gzip-compressed) JSON-lines file."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a torn last line of an interrupted build
 
 
 def package_kb_dir() -> Path:

@@ -9,10 +9,31 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dltune._storage_url import unreadable_database
+from dltune._storage_url import require_database, sqlite_path, unreadable_database
 from dltune.measure._codec import RECORD_NAMES, STUDY_PREFIXES, decode
 
-__all__ = ["read_storage_records"]
+__all__ = ["read_storage", "read_storage_records"]
+
+
+def read_storage(url: str, needed_by: str) -> list[dict[str, Any]]:
+    """The records stored in the storage at ``url`` (:func:`read_storage_records`): a SQLite
+    file read directly, any other database through Optuna, opened as ``tune`` opens it.
+
+    Args:
+        url: the storage URL.
+        needed_by: what the storage should hold, said when a SQLite file does not exist.
+
+    Raises:
+        ParameterError: a URL that is no database URL, or a SQLite file that does not exist or
+            is no whole database.
+        StorageError: a storage that cannot be reached.
+    """
+    path = sqlite_path(require_database(url, needed_by))
+    if path is not None:
+        return read_storage_records(path)
+    from dltune.measure._storage import open_storage
+
+    return read_storage_records(open_storage(url, heartbeat=False))
 
 
 def read_storage_records(storage: Path | Any) -> list[dict[str, Any]]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dltune._errors import ParameterError
 from dltune._table import format_table
 from dltune.measure import Measurement
+from dltune.measure._record import html_table
 
 __all__ = ["StudyResult", "TrialSummary", "TuneResult", "summarise_trial"]
 
@@ -22,6 +25,18 @@ class TrialSummary:
     train_time_s: float | None
     peak_rss_mb: float | None
     startup_env: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"TrialSummary({self.number}: accuracy {_fmt(self.accuracy, '.2%')}, train "
+                f"{_fmt(self.train_time_s, '.4g')} s, peak {_fmt(self.peak_rss_mb, '.4g')} MB; "
+                f"{c.get('optimizer', '-')} lr={_fmt(c.get('learning_rate'), '.4g')} "
+                f"batch={c.get('batch_size', '-')} epochs={c.get('epochs', '-')})")
+
+
+def _fmt(value: Any, spec: str) -> str:
+    """``value`` formatted, or ``-`` when there is none."""
+    return "-" if value is None else format(value, spec)
 
 
 def summarise_trial(trial: Any) -> TrialSummary:
@@ -89,6 +104,33 @@ class StudyResult:
     def n_complete(self) -> int:
         return self.counts.get("COMPLETE", 0)
 
+    def _row(self) -> list[Any]:
+        """The figures :meth:`_repr_html_` shows, in :data:`_HTML_COLUMNS`' order."""
+        best, c = self.best, self.comparison or {}
+        return [self.framework, self.n_complete, self.counts.get("FAIL", 0), len(self.pareto),
+                "-" if best is None else best.number,
+                _fmt(None if best is None else best.accuracy, ".2%"),
+                _fmt(None if best is None else best.train_time_s, ".4g"),
+                _fmt(None if best is None else best.peak_rss_mb, ".4g"),
+                _fmt(c.get("speedup"), ".2f"), _fmt(c.get("accuracy_gain_pts"), "+.2f")]
+
+    def __repr__(self) -> str:
+        c = self.counts
+        text = (f"StudyResult({self.framework}: {self.n_complete} complete, {c.get('FAIL', 0)} failed, "
+                f"{c.get('PRUNED', 0)} pruned; {len(self.pareto)} on the Pareto front")
+        if self.best is not None:
+            b = self.best
+            text += (f"; best trial {b.number}: accuracy {_fmt(b.accuracy, '.2%')}, train "
+                     f"{_fmt(b.train_time_s, '.4g')} s, peak {_fmt(b.peak_rss_mb, '.4g')} MB")
+        if self.comparison:
+            cmp = self.comparison
+            text += (f"; vs preset {str(cmp.get('preset_label'))[:40]!r}: speed-up "
+                     f"{_fmt(cmp.get('speedup'), '.2f')}x, {_fmt(cmp.get('accuracy_gain_pts'), '+.2f')} pts")
+        return text + ")"
+
+    def _repr_html_(self) -> str:
+        return html_table(_HTML_COLUMNS, [self._row()], caption=f"Study {self.study_name}")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "framework": self.framework,
@@ -104,23 +146,80 @@ class StudyResult:
         }
 
 
-@dataclass
+_HTML_COLUMNS = ("framework", "complete", "failed", "Pareto", "best trial", "accuracy", "train s",
+                 "peak MB", "speed-up vs preset", "acc +pts vs preset")
+
+
+@dataclass(init=False)
 class TuneResult:
-    """All studies of one ``tune`` call."""
+    """All studies of one ``tune`` call.
+
+    ``result[framework]`` (also ``result.results[framework]``) is a framework's
+    :class:`StudyResult`; ``result.studies[framework]`` its ``optuna.Study``.
+    """
 
     storage: str  # masked: no password
-    studies: dict[str, StudyResult]
+    results: dict[str, StudyResult]
+
+    def __init__(self, storage: str, results: Mapping[str, StudyResult],
+                 studies: Mapping[str, Any] | None = None) -> None:
+        self.storage = storage
+        self.results = dict(results)
+        self._studies = dict(studies or {})
+
+    @property
+    def studies(self) -> dict[str, Any]:
+        """Framework -> its ``optuna.Study``: those ``tune`` handed over, the others loaded from
+        :attr:`storage` on first use.
+
+        Raises:
+            ParameterError: a study must be loaded and :attr:`storage` hides a password that
+                ``$DLTUNE_STORAGE`` does not give.
+        """
+        missing = [fw for fw in self.results if fw not in self._studies]
+        if missing:
+            import optuna
+
+            from dltune.measure._storage import open_storage
+
+            storage = open_storage(self._storage_url(), heartbeat=False)
+            for fw in missing:
+                self._studies[fw] = optuna.load_study(study_name=self.results[fw].study_name,
+                                                      storage=storage)
+        return {fw: self._studies[fw] for fw in self.results}
+
+    def _storage_url(self) -> str:
+        """:attr:`storage` with its password: the same URL, or ``$DLTUNE_STORAGE``'s."""
+        from dltune._storage_url import default_storage_url, mask_url
+
+        if ":***@" not in self.storage:
+            return self.storage
+        if mask_url(default_storage_url()) == self.storage:
+            return default_storage_url()
+        raise ParameterError(
+            f"The 'storage' of this tune result, {self.storage!r}, hides its password: set "
+            "$DLTUNE_STORAGE to that URL to load its studies.")
 
     def __getitem__(self, framework: str) -> StudyResult:
-        return self.studies[framework]
+        return self.results[framework]
+
+    def __repr__(self) -> str:
+        shown = [repr(r)[len("StudyResult("):-1] for r in list(self.results.values())[:3]]
+        more = len(self.results) - len(shown)
+        return (f"TuneResult(storage {self.storage!r}; " + "; ".join(s[:140] for s in shown)
+                + (f"; and {more} more frameworks" if more > 0 else "") + ")")
+
+    def _repr_html_(self) -> str:
+        return html_table(_HTML_COLUMNS, [r._row() for r in self.results.values()],
+                          caption=f"Tune result (storage {self.storage})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"storage": self.storage, "studies": {k: v.to_dict() for k, v in self.studies.items()}}
+        return {"storage": self.storage, "studies": {k: v.to_dict() for k, v in self.results.items()}}
 
     def table(self) -> str:
         """The Pareto front per framework, then the comparison with each default preset."""
         rows = []
-        for fw, res in self.studies.items():
+        for fw, res in self.results.items():
             for t in res.pareto:
                 c = t.config
                 th = c.get("threads") or {}
@@ -139,7 +238,7 @@ class TuneResult:
                                      ("batch", "batch", "d"), ("epochs", "epochs", "d"),
                                      ("threads", "intra/inter/blas", ""), ("best", "", "")])]
         comp = []
-        for fw, res in self.studies.items():
+        for fw, res in self.results.items():
             c = res.comparison
             if not c:
                 continue
@@ -161,7 +260,7 @@ class TuneResult:
                                           ("t_acc", "tuned acc %", ".2f"),
                                           ("t_time", "tuned s", ".3f"), ("speedup", "speed-up", ".2f"),
                                           ("gain", "acc +pts", "+.2f"), ("verdict", "verdict", "")])]
-        again = [(fw, r) for fw, res in self.studies.items() for r in res.repeats]
+        again = [(fw, r) for fw, res in self.results.items() for r in res.repeats]
         if again:
             rows = [{"framework": fw, "trial": r["trial"], "seed": r["seed"],
                      "acc": 100 * r["accuracy"],
@@ -176,7 +275,7 @@ class TuneResult:
                                           ("again", "again %", ".2f"), ("change", "pts", "+.2f"),
                                           ("time", "train s", ".3f"), ("time_again", "again s", ".3f"),
                                           ("status", "status", "")])]
-            for fw, res in self.studies.items():
+            for fw, res in self.results.items():
                 summary = res.repeat_summary()
                 if summary is None:
                     continue

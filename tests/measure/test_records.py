@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -43,10 +44,53 @@ def test_json_lines(tmp_path):
     assert load_records(path) == records
 
 
-def test_dataframe():
-    frame = to_dataframe([_record(), _record("tensorflow", accuracy=0.8)])
+def test_dataframe_of_every_field():
+    frame = to_dataframe([_record(), _record("tensorflow", accuracy=0.8)], columns="all")
     assert list(frame["config.framework"]) == ["torch", "tensorflow"]
     assert frame["metrics.test_accuracy"].tolist() == [0.95, 0.8]
+    assert list(frame.columns) == list(_record().flat())
+
+
+def test_dataframe_of_the_summary_by_default_or_of_named_columns():
+    from dltune.measure import SUMMARY_COLUMNS
+
+    records = [_record(), _record("tensorflow", status="failed")]
+    frame = to_dataframe(records)
+    assert list(frame.columns) == list(SUMMARY_COLUMNS) and len(SUMMARY_COLUMNS) <= 15
+    assert frame["framework"].tolist() == ["torch", "tensorflow"]
+    assert frame["accuracy"].tolist()[0] == 0.95 and frame["batch_size"].tolist() == [64, 64]
+    assert frame["status"].tolist() == ["ok", "failed"] and frame["workload"].tolist()[0] == "digits-mlp"
+    assert list(to_dataframe([]).columns) == list(SUMMARY_COLUMNS)
+    picked = to_dataframe(records, columns=["framework", "config.learning_rate", "metrics.gpu_peak_mb"])
+    assert list(picked.columns) == ["framework", "config.learning_rate", "metrics.gpu_peak_mb"]
+    assert picked["config.learning_rate"].tolist() == [0.05, 0.05]
+    for bad, says in [("everything", "'summary', 'all' or a list of column names. Got 'everything'"),
+                      ([], "Got [] instead"), ([3], "Got [3] instead"),
+                      (["accuracy_pct"], "columns of 'summary' (framework, workload, model, ")]:
+        with pytest.raises(ParameterError, match=re.escape(says)):
+            to_dataframe(records, columns=bad)
+
+
+def test_repr_is_short_and_says_what_ran_and_how_it_went():
+    record = _record()
+    text = repr(record)
+    for part in ("Measurement(ok: torch on digits-mlp", "lr=0.05 batch=64", "accuracy 95.00%",
+                 "train 1.5 s", f"id {record.id[:8]}"):
+        assert part in text, text
+    failed = _record(status="failed")
+    failed.error["message"] = "x" * 5000
+    failed.workload["name"] = "w" * 5000
+    failed.metrics["curves"] = [{"epoch": i} for i in range(1000)]
+    assert len(repr(failed)) < 600 and "signal: xxx" in repr(failed)
+    assert len(repr([record])) < 600  # a list of records shows each so
+
+
+def test_repr_html_is_a_small_escaped_table():
+    record = _record()
+    record.workload["name"] = "<b>digits</b>"
+    page = record._repr_html_()
+    assert page.startswith("<table>") and page.count("<tr>") == 16 and len(page) < 2000
+    assert "&lt;b&gt;digits&lt;/b&gt;" in page and "<b>" not in page and "95.00%" in page
 
 
 def test_newer_schema_is_refused():
