@@ -10,7 +10,7 @@ STAMPS := .make-stamps
 # `make` installs is the one `.venv/bin/dltune` finds afterwards.
 TEST_CACHE := $(or $(DLTUNE_CACHE),$(CURDIR)/.cache/dltune)
 
-.PHONY: demo test lint legacy system-deps clean
+.PHONY: demo test lint legacy system-deps clean example-report
 
 $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
@@ -49,13 +49,19 @@ demo: $(STAMPS)/venv $(STAMPS)/legacy
 	$(PY) -m dltune.cli tune --workload digits --model mlp --frameworks torch,tensorflow --trials 6 --storage sqlite:///dltune.db --repeat-best 3
 	$(PY) -m dltune.cli bench --workload digits --model lenet --frameworks all --epochs 5
 
+# docs/example-report: the study on digits, then its report. Run it on an otherwise idle machine
+# (the report flags runs measured under load).
+example-report: $(STAMPS)/venv $(STAMPS)/legacy
+	cd "$$(mktemp -d)" && $(CURDIR)/$(PY) -m dltune study --workload digits --time-budget 40m --max-epochs 5 \
+		&& $(CURDIR)/$(PY) -m dltune report --format md --out $(CURDIR)/docs/example-report/report.md
+
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
-	$(VENV)/bin/ruff check dltune tests benchmarks examples
+	$(VENV)/bin/ruff check dltune tests benchmarks examples scripts
 	$(VENV)/bin/lint-imports --no-cache
 	DLTUNE_CACHE=$(TEST_CACHE) $(PY) -m pytest -q
 
 lint: $(STAMPS)/venv
-	$(VENV)/bin/ruff check dltune tests benchmarks examples
+	$(VENV)/bin/ruff check dltune tests benchmarks examples scripts
 	$(VENV)/bin/lint-imports --no-cache
 
 clean:

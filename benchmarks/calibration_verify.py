@@ -49,7 +49,7 @@ def main() -> None:
         m0, ml0, mh0 = (float(pred[k][0]) for k in ("peak_rss_mb", "peak_rss_mb_low", "peak_rss_mb_high"))
         mem, mem_low, mem_high = rec.predicted["peak_rss_mb"]
         for _ in range(args.repeats):
-            [record] = dltune.benchmark(workload, rec.config)
+            [record] = dltune.benchmark(workload, rec.config, storage=None)
             t, mb = record.metrics["train_time_s"], record.metrics["peak_rss_mb"]
             name = f"{dataset}[{','.join(f'{k}={v}' for k, v in params.items())}]-{model}"
             print(f"{name} | {rec.framework} | {t:.3f} | {point:.3f} [{low:.3f}, {high:.3f}]"

@@ -110,7 +110,7 @@ def main() -> None:
                            batch_size=batch, epochs=epochs, threads=ThreadConfig.uniform(cores))
         times = {}
         for device in ("cpu", "cuda"):
-            [record] = dltune.benchmark(workload, base.replace(device=device))
+            [record] = dltune.benchmark(workload, base.replace(device=device), storage=None)
             m = record.metrics
             if record.status != "ok":
                 print(f"{name} | {device} | failed: {record.error['message']}")

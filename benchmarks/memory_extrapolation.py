@@ -32,7 +32,7 @@ def main() -> None:
     for framework in args.frameworks.split(","):
         config = TrainConfig(framework=framework, optimizer="adam", learning_rate=0.000494, batch_size=128,
                              epochs=1, threads=ThreadConfig.uniform(2))
-        records.extend(benchmark(workload, [config]))
+        records.extend(benchmark(workload, [config], storage=None))
     model = fitted_model(storage=None)
     pred = model.predict([record_row(r.to_dict()) for r in records])
     print(f"synthetic {args.n_train} x 32x32x3, cifar_quick, 1 epoch, Adam, batch 128, 2 threads")

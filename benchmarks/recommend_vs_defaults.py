@@ -4,7 +4,7 @@
         [--frameworks torch,tensorflow] [--workloads 0,1,...] [--data-seed 7] [--json]
 
 ``dltune kb validate`` compares the pick with the frameworks' default presets on the knowledge
-base's own runs (docs/recommendation.md, Validation, Against the frameworks' own defaults). This
+base's own runs (docs/explanation/how-recommend-decides.md#validation). This
 measures the same with fresh training runs, on synthetic workloads the knowledge base has not
 measured (data set seed 7 by default, ``--data-seed`` another draw of the same 12 kinds: other
 samples and class prototypes than any knowledge-base workload's, which are seed 0; their nearest
@@ -100,7 +100,8 @@ def main() -> None:
                      **{f"{c.config.framework} defaults": c.accuracy for c in rec.defaults}}
         measured = {}
         for name, config in configs.items():
-            runs = dltune.benchmark(workload, [config.replace(seed=RUN_SEED + s) for s in range(args.seeds)])
+            runs = dltune.benchmark(workload, [config.replace(seed=RUN_SEED + s) for s in range(args.seeds)],
+                                    storage=None)
             ok = [m for m in runs if m.ok]
             measured[name] = {
                 "accuracy": statistics.fmean(m.metrics["test_accuracy"] for m in ok) if ok else None,

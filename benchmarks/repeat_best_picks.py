@@ -88,7 +88,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.first_replicate, args.first_replicate + args.replicates):
             db = Path(tmp) / f"r{r}.db"
-            dltune.tune(workload, frameworks=args.framework, n_trials=args.trials, repeat_best=3,
+            dltune.tune(workload, frameworks=args.framework, trials=args.trials, repeat_best=3,
                         storage=f"sqlite:///{db}", seed=r * 1000)
             records = load_storage_measurements(f"sqlite:///{db}")
             repeats = _repeat_ids(db)
@@ -106,7 +106,8 @@ def main() -> None:
                 if key in truth:
                     continue
                 runs = dltune.benchmark(workload, [config.replace(seed=TRUTH_SEED + s)
-                                                   for s in range(args.truth_seeds)])
+                                                   for s in range(args.truth_seeds)],
+                                          storage=None)
                 accs = [m.metrics["test_accuracy"] for m in runs if m.ok]
                 truth[key] = statistics.fmean(accs) if accs else float("nan")
             row = {"replicate": r, "repeats_stored": len(repeats),

@@ -67,7 +67,7 @@ def main() -> None:
         for threads in _thread_counts(cores):
             config = TrainConfig(framework=framework, optimizer="adam", learning_rate=0.002294,
                                  batch_size=256, epochs=6, threads=ThreadConfig.uniform(threads))
-            times = [dltune.benchmark(workload, config)[0].metrics["train_time_s"]
+            times = [dltune.benchmark(workload, config, storage=None)[0].metrics["train_time_s"]
                      for _ in range(args.repeats)]
             seconds = statistics.median(times)
             row = {"meta": meta, "hardware": hardware, "config": _config_features(config), "fresh": False}

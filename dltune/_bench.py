@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError, RunFailedError
-from dltune._storage_url import default_storage_url
+from dltune._log import Progress
+from dltune._storage_url import resolve_storage
 from dltune._workload import Workload, as_workload
 from dltune.backends._registry import BACKENDS
 from dltune.config import TrainConfig, usable_cores
@@ -21,6 +22,28 @@ from dltune.measure._store import BENCH_PREFIX, StudyStore
 __all__ = ["benchmark", "check_device", "measure", "interpreter_for", "worker_extra_env"]
 
 _hardware_cache: dict[int | None, dict[str, Any]] = {}
+
+# Keyword parameters renamed for the one vocabulary of the Python API and the CLI (the values'
+# and flags' renames: dltune.config.RENAMED); tune, run_worker, run_study and the kb builds
+# refuse the old ones with a pointer.
+RENAMED_KEYWORDS: dict[str, str] = {
+    "n_trials": "trials",
+    "tune_trials": "trials",
+    "timeout": "time_budget_s",
+    "budget_minutes": "time_budget_s",
+    "budget_hours": "time_budget_s",
+    "objectives": "objective",
+}
+
+
+def refuse_renamed(function: str, given: dict[str, Any]) -> None:
+    """Refuse keyword arguments a function no longer takes: a renamed one with a pointer to its
+    new name, any other as Python would (TypeError)."""
+    for name in given:
+        if name in RENAMED_KEYWORDS:
+            raise ParameterError(f"The '{name}' parameter of {function}() is now "
+                                 f"'{RENAMED_KEYWORDS[name]}'.")
+        raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
 
 
 def hardware_record(cores: int | None) -> dict[str, Any]:
@@ -113,6 +136,9 @@ def measure(
     healthy = False
     try:
         worker = pool.acquire(interpreter, env)
+        # The machine's load as the run starts (others' work): a report flags runs measured
+        # under a load above the usable cores.
+        load_1m = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         with ResourceSampler(worker.pid) as sampler:
 
             def on_event(message: dict[str, Any]) -> bool | None:
@@ -129,6 +155,7 @@ def measure(
         n_cores = cores or usable_cores()
         result.update(sampler.summary(n_cores))
         result["cpu_fraction_mean"] = result["cpu_percent_mean"] / (100.0 * n_cores)
+        result["load_1m"] = None if load_1m is None else round(load_1m, 2)
         record.metrics = result
         record.status = "ok"
     except WorkerFailure as exc:
@@ -194,10 +221,8 @@ def _as_configs(configs: Any) -> list[TrainConfig]:
 def _bench_store(storage: str | None, workload_name: str):
     """Where ``benchmark`` stores its records (a ``StudyStore`` of ``dltune-bench:<workload>``),
     or None."""
-    if storage is None:
-        return None
-    url = default_storage_url() if storage == "default" else storage
-    return StudyStore(url, workload_name, prefix=BENCH_PREFIX)
+    url = resolve_storage(storage)
+    return None if url is None else StudyStore(url, workload_name, prefix=BENCH_PREFIX)
 
 
 def benchmark(
@@ -210,7 +235,7 @@ def benchmark(
     raise_on_failure: bool = False,
     pool=None,
     fault: str | None = None,
-    storage: str | None = None,
+    storage: str | None = "default",
 ) -> list[Measurement]:
     """Measure each configuration on the workload; one record per configuration.
 
@@ -221,14 +246,14 @@ def benchmark(
             ``TrainConfig.to_dict()`` writes them).
         repeats: runs per configuration; the record holds medians, min and max.
         model: model preset when ``workload`` is a name or arrays.
-        progress: True for a progress bar on stderr, or a callable given each record.
+        progress: True for progress on stderr (:class:`dltune._log.Progress`), or a callable
+            given each record.
         raise_on_failure: raise :class:`RunFailedError` instead of returning failed records.
         fault: test-only fault to inject in the first run (needs ``DLTUNE_ENABLE_FAULTS=1``).
-        storage: an Optuna storage URL (``"default"``: ``$DLTUNE_STORAGE``, else
-            ``sqlite:///dltune.db``) to store each record in as it is measured, in the study
-            ``dltune-bench:<workload>``, where ``recommend`` fits on it; None (the default)
-            stores nothing. ``dltune bench`` stores in the default storage unless told
-            ``--storage none``.
+        storage: an Optuna storage URL to store each record in as it is measured, in the study
+            ``dltune-bench:<workload>``, where ``recommend`` fits on it: ``"default"`` (the
+            default) is ``$DLTUNE_STORAGE``, else ``sqlite:///dltune.db`` in the working
+            folder, as for every command and function; None stores nothing.
     """
     from dltune._validation import check_int
 
@@ -242,9 +267,7 @@ def benchmark(
     store = _bench_store(storage, wl.name)  # before any run: a bad storage fails now
     bar = None
     if progress is True:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(configs) * repeats, desc="bench", unit="run", file=sys.stderr)
+        bar = Progress(len(configs) * repeats, "bench", "run")
     records = []
     for config in configs:
         runs = []

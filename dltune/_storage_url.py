@@ -13,7 +13,8 @@ from pathlib import Path
 from dltune._errors import ParameterError
 
 __all__ = ["DEFAULT_STORAGE", "check_sqlite_file", "check_url", "default_storage_url", "driver_url",
-           "mask_url", "require_database", "sqlite_path", "unreadable_database"]
+           "mask_url", "require_database", "resolve_storage", "sqlite_path",
+           "unreadable_database"]
 
 DEFAULT_STORAGE = "sqlite:///dltune.db"
 
@@ -23,6 +24,15 @@ _SCHEMES = ("sqlite", "postgresql", "postgres", "mysql")
 def default_storage_url() -> str:
     """``$DLTUNE_STORAGE`` (keeps passwords out of command lines), else ``sqlite:///dltune.db``."""
     return os.environ.get("DLTUNE_STORAGE") or DEFAULT_STORAGE
+
+
+def resolve_storage(storage: str | None) -> str | None:
+    """The storage a command or function uses, by the one rule: ``"default"`` is
+    :func:`default_storage_url`; None (or ``"none"``, as the CLI writes it) is no storage; any
+    other value is a URL, checked."""
+    if storage is None or storage == "none":
+        return None
+    return default_storage_url() if storage == "default" else check_url(storage)
 
 
 # A URL in a text: a scheme, then up to the next blank (a quote may be in a password).

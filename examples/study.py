@@ -4,9 +4,9 @@ Every framework with its own default settings and with every other framework's, 
 sweeps of batch size, learning rate and epochs, thread settings, and a short tune per framework,
 all within a time budget, stored in an Optuna storage (run it again to resume). Then the report:
 one self-contained HTML file with the tables, figures and findings. About 4 minutes on 2 cores
-with the defaults below (the full study: ``dltune study --workload digits --budget-minutes 20``).
+with the defaults below (the full study: ``dltune study --workload digits --time-budget 20m``).
 
-    python examples/study.py [--frameworks torch,tensorflow] [--budget-minutes 3] [--out example-study]
+    python examples/study.py [--frameworks torch,tensorflow] [--time-budget-minutes 3] [--out example-study]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frameworks", default="torch,tensorflow")
     parser.add_argument("--model", default="mlp")
-    parser.add_argument("--budget-minutes", type=float, default=3.0)
+    parser.add_argument("--time-budget-minutes", type=float, default=3.0)
     parser.add_argument("--out", default="example-study")
     args = parser.parse_args()
 
@@ -31,8 +31,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{out / 'study.db'}"
     result = run_study("digits", model=args.model, frameworks=args.frameworks,
-                       budget_minutes=args.budget_minutes, storage=storage, tune=tune,
-                       tune_trials=3)
+                       time_budget_s=60 * args.time_budget_minutes, storage=storage, tune=tune,
+                       trials=3)
     print(result.summary_text())
     html = write_report(storage=storage, out=out / "report.html")
     md = write_report(storage=storage, out=out / "markdown" / "report.md")

@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--storage", default="sqlite:///example-tune.db")
     args = parser.parse_args()
 
-    result = dltune.tune("digits", frameworks=args.frameworks, model="mlp", n_trials=args.trials,
+    result = dltune.tune("digits", frameworks=args.frameworks, model="mlp", trials=args.trials,
                          storage=args.storage, seed=0, preset_epochs=5, progress=True)
     print(result.table())
     print(f"\nsee the trials with: dltune dashboard --storage {args.storage}")

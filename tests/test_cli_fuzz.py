@@ -41,16 +41,15 @@ KB_CALIBRATE_RUN = "kb calibrate --frameworks numpy --quiet-wait 0 --out {work}/
 KB_VALIDATE = "kb validate --records {records} --no-calibrations"
 KB_EXPORT = "kb export --out {work}/export"
 RECOMMEND = "recommend --workload digits --model mlp"
-STUDY = (f"study {TINY_DATA} --frameworks numpy --no-tune --max-epochs 1 --budget-minutes 0.1 "
+STUDY = (f"study {TINY_DATA} --frameworks numpy --no-tune --max-epochs 1 --time-budget 6 "
          "--quiet --storage sqlite:///{work}/study.db --out {work}/study")
 REPORT = "report --records {records} --out {work}/report.html"
 
 # (command line, text the one error line must hold: the parameter's name as the message gives it)
 CASES: list[tuple[str, str]] = [
     # no command, or an unknown one
-    ("", "COMMAND"),
     ("nope", "COMMAND"),
-    ("--bogus", "COMMAND"),
+    ("--bogus", "--bogus"),
     # hardware
     ("hardware --cores 0", "'cores'"),
     ("hardware --cores -1", "'cores'"),
@@ -88,10 +87,10 @@ CASES: list[tuple[str, str]] = [
     (f"{BENCH} --blas-threads 0", "'threads.blas'"),
     (f"{BENCH} --cores 0", "'threads.cores'"),
     (f"{BENCH} --cores 1000000", "'threads.cores'"),
-    (f"{BENCH} --timeout 0", "'timeout_s'"),
-    (f"{BENCH} --timeout -5", "'timeout_s'"),
-    (f"{BENCH} --timeout nan", "'timeout_s'"),
-    (f"{BENCH} --timeout inf", "'timeout_s'"),
+    (f"{BENCH} --run-timeout 0", "'timeout_s'"),
+    (f"{BENCH} --run-timeout -5", "'timeout_s'"),
+    (f"{BENCH} --run-timeout nan", "'timeout_s'"),
+    (f"{BENCH} --run-timeout inf", "'timeout_s'"),
     (f"{BENCH} --repeats 0", "'repeats'"),
     (f"{BENCH} --repeats -1", "'repeats'"),
     (f"{BENCH} --repeats 1000000", "'repeats'"),
@@ -143,16 +142,16 @@ CASES: list[tuple[str, str]] = [
     ("env install legacy --path {file}", "'path'"),
     ("env install legacy extra", "extra"),
     # tune
-    (f"{TUNE} --trials 0", "'n_trials'"),
-    (f"{TUNE} --trials -1", "'n_trials'"),
+    (f"{TUNE} --trials 0", "'trials'"),
+    (f"{TUNE} --trials -1", "'trials'"),
     (f"{TUNE} --trials x", "--trials"),
     (f"{TUNE} --objective nope", "--objective"),
     (f"{TUNE} --sampler nope", "'sampler'"),
     (f"{TUNE} --pruner nope", "'pruner'"),
-    (f"{TUNE} --max-train-time nan", "'max_train_time"),
-    (f"{TUNE} --max-train-time -1", "'max_train_time"),
-    (f"{TUNE} --max-memory -5", "'max_memory"),
-    (f"{TUNE} --max-memory inf", "'max_memory"),
+    (f"{TUNE} --max-train-time-s nan", "'max_train_time"),
+    (f"{TUNE} --max-train-time-s -1", "'max_train_time"),
+    (f"{TUNE} --max-memory-mb -5", "'max_memory"),
+    (f"{TUNE} --max-memory-mb inf", "'max_memory"),
     (f"{TUNE} --min-accuracy 2", "'min_accuracy'"),
     (f"{TUNE} --min-accuracy nan", "'min_accuracy'"),
     (f"{TUNE} --storage foo", "'storage'"),
@@ -174,8 +173,12 @@ CASES: list[tuple[str, str]] = [
     (f"{TUNE} --fix epochs=abc", "'epochs'"),
     (f"{TUNE} --fix batch_size=-1", "'batch_size'"),
     (f"{TUNE} --fix learning_rate=NaN", "'learning_rate'"),
-    (f"{TUNE} --timeout -1", "'timeout'"),
-    (f"{TUNE} --timeout nan", "'timeout'"),
+    (f"{TUNE} --time-budget -1", "'time_budget'"),
+    (f"{TUNE} --time-budget 5d", "'time_budget'"),
+    (f"{TUNE} --run-timeout 0", "'timeout_s'"),
+    (f"{TUNE} --run-timeout nan", "'timeout_s'"),
+    (f"{TUNE} --storage none", "'storage'"),
+    (f"{TUNE} --time-budget nan", "'time_budget'"),
     (f"{TUNE} --cores 0", "'cores'"),
     (f"{TUNE} --cores 1000000", "'cores'"),
     (f"{TUNE} --device tpu", "'device'"),
@@ -191,11 +194,11 @@ CASES: list[tuple[str, str]] = [
     # worker (on a database that holds one finished study, so that a wrongly accepted case ends)
     ("worker", "--study"),
     (f"{WORKER} --study nope", "'nope'"),
-    (f"{WORKER} --n-trials 0", "'n_trials'"),
-    (f"{WORKER} --n-trials -1", "'n_trials'"),
-    (f"{WORKER} --n-trials x", "--n-trials"),
-    (f"{WORKER} --timeout -1", "'timeout'"),
-    (f"{WORKER} --timeout nan", "'timeout'"),
+    (f"{WORKER} --trials 0", "'trials'"),
+    (f"{WORKER} --trials -1", "'trials'"),
+    (f"{WORKER} --trials x", "--trials"),
+    (f"{WORKER} --time-budget -1", "'time_budget'"),
+    (f"{WORKER} --time-budget nan", "'time_budget'"),
     (f"{WORKER} --seed-offset x", "--seed-offset"),
     (f"{WORKER} --storage foo", "'storage'"),
     (f"{WORKER} --storage sqlite:///{{missing}}", "'storage'"),
@@ -228,21 +231,21 @@ CASES: list[tuple[str, str]] = [
     (f"{KB_BUILD} --fresh x", "--fresh"),
     (f"{KB_BUILD} --repeats -1", "'repeats'"),
     (f"{KB_BUILD} --fresh -1", "'fresh'"),
-    (f"{KB_BUILD} --budget-hours 0", "'budget_hours'"),
-    (f"{KB_BUILD} --budget-hours nan", "'budget_hours'"),
+    (f"{KB_BUILD} --time-budget 0", "'time_budget'"),
+    (f"{KB_BUILD} --time-budget nan", "'time_budget'"),
     (f"{KB_BUILD} --quiet-wait -1", "'quiet_wait"),
     (f"{KB_BUILD} --quiet-wait nan", "'quiet_wait"),
     (f"{KB_BUILD} --quiet-wait x", "--quiet-wait"),
     (f"{KB_BUILD} --out {{file}}", "'out'"),
     (f"{KB_BUILD_RUN} --out {{file}}", "'out'"),
     (f"{KB_BUILD_RUN} --quiet-wait -1", "'quiet_wait"),
-    (f"{KB_BUILD_RUN} --budget-hours -1", "'budget_hours'"),
+    (f"{KB_BUILD_RUN} --time-budget -1", "'time_budget'"),
     (f"{KB_CALIBRATE} --frameworks ''", "'frameworks'"),
     (f"{KB_CALIBRATE} --frameworks nope", "'frameworks'"),
     (f"{KB_CALIBRATE} --json --frameworks numpy,nope", "'frameworks'"),
     (f"{KB_CALIBRATE} --quiet-wait -5", "'quiet_wait"),
-    (f"{KB_CALIBRATE} --budget-hours -1", "'budget_hours'"),
-    (f"{KB_CALIBRATE} --budget-hours nan", "'budget_hours'"),
+    (f"{KB_CALIBRATE} --time-budget -1", "'time_budget'"),
+    (f"{KB_CALIBRATE} --time-budget nan", "'time_budget'"),
     (f"{KB_CALIBRATE} --out {{file}}", "'out'"),
     (f"{KB_CALIBRATE_RUN} --out {{file}}", "'out'"),
     (f"{KB_CALIBRATE_RUN} --quiet-wait -5", "'quiet_wait"),
@@ -268,8 +271,8 @@ CASES: list[tuple[str, str]] = [
     (f"{KB_EXPORT} --surrogates-only", "'--surrogates-only'"),
     # recommend
     (f"{RECOMMEND} --objective nope", "'objective'"),
-    (f"{RECOMMEND} --max-train-time -1", "'max_train_time"),
-    (f"{RECOMMEND} --max-train-time nan", "'max_train_time"),
+    (f"{RECOMMEND} --max-train-time-s -1", "'max_train_time"),
+    (f"{RECOMMEND} --max-train-time-s nan", "'max_train_time"),
     (f"{RECOMMEND} --max-memory-mb -1", "'max_memory_mb'"),
     (f"{RECOMMEND} --max-memory-mb nan", "'max_memory_mb'"),
     (f"{RECOMMEND} --min-accuracy 1.5", "'min_accuracy'"),
@@ -310,12 +313,12 @@ CASES: list[tuple[str, str]] = [
     (f"{RECOMMEND} --hardware '{{\"logical_cores\": 0}}'", "'hardware.logical_cores'"),
     (f"{RECOMMEND} --verify --hardware {{hw}}", "'verify'"),
     # study
-    (f"{STUDY} --budget-minutes 0", "'budget_minutes'"),
-    (f"{STUDY} --budget-minutes -1", "'budget_minutes'"),
-    (f"{STUDY} --budget-minutes nan", "'budget_minutes'"),
-    (f"{STUDY} --budget-minutes inf", "'budget_minutes'"),
+    (f"{STUDY} --time-budget 0", "'time_budget'"),
+    (f"{STUDY} --time-budget -1", "'time_budget'"),
+    (f"{STUDY} --time-budget nan", "'time_budget'"),
+    (f"{STUDY} --time-budget inf", "'time_budget'"),
     (f"{STUDY} --max-epochs 0", "'max_epochs'"),
-    (f"{STUDY} --tune-trials -1", "'tune_trials'"),
+    (f"{STUDY} --trials -1", "'trials'"),
     (f"{STUDY} --frameworks ''", "'frameworks'"),
     (f"{STUDY} --frameworks nope", "'frameworks'"),
     (f"{STUDY} --storage foo", "'storage'"),
@@ -335,6 +338,8 @@ CASES: list[tuple[str, str]] = [
     ("report --records {badjsonl}", "'records'"),
     ("report --records {badcsv}", "'records'"),
     ("report --storage foo", "'storage'"),
+    ("report --storage none", "'storage'"),
+    ("dashboard --storage none", "'storage'"),
     ("report --storage sqlite:///{missing}", "'storage'"),
     ("report --storage sqlite:///{textdb}", "'storage'"),
     ("report --storage sqlite:///{truncdb}", "'storage'"),
@@ -368,9 +373,10 @@ def sources(tmp_path_factory) -> dict[str, Any]:
 
     folder = tmp_path_factory.mktemp("fuzz-sources")
     workload = Workload.from_name("digits", "mlp", n_train=50, n_test=50)
-    records = benchmark(workload, [TrainConfig(framework="numpy", epochs=1)], progress=False)
+    records = benchmark(workload, [TrainConfig(framework="numpy", epochs=1)], progress=False,
+                        storage=None)
     save_records(records, folder / "records.json")
-    result = tune(workload, frameworks=["numpy"], space=SearchSpace().fix(epochs=1), n_trials=1,
+    result = tune(workload, frameworks=["numpy"], space=SearchSpace().fix(epochs=1), trials=1,
                   storage=f"sqlite:///{folder / 'optuna.db'}", compare_preset=False, progress=False)
     return {"records": folder / "records.json", "db": folder / "optuna.db",
             "study": result.studies["numpy"].study_name}
@@ -533,7 +539,6 @@ def test_argparse_errors_are_one_line_naming_the_command_and_its_help(capsys):
          "dltune kb build: error: unrecognized arguments: --zzz (see 'dltune kb build --help')"),
         (["env"], "dltune env: error: the following arguments are required: ACTION "
                   "(see 'dltune env --help')"),
-        ([], "dltune: error: the following arguments are required: COMMAND (see 'dltune --help')"),
     ]:
         with pytest.raises(SystemExit) as exited:
             main(argv)

@@ -43,7 +43,7 @@ def test_a_report_is_not_written_over_a_folder(cli, tmp_path):
     from dltune.measure import save_records
 
     runs = benchmark(Workload.from_name("digits", "mlp", n_train=200, n_test=100),
-                     [TrainConfig(framework="numpy", epochs=1)], progress=False)
+                     [TrainConfig(framework="numpy", epochs=1)], progress=False, storage=None)
     save_records(runs, tmp_path / "runs.json")
     done = cli("report", "--records", str(tmp_path / "runs.json"), "--out", str(tmp_path))
     assert done.returncode == 2
@@ -69,7 +69,7 @@ def test_study_refuses_a_wrong_storage_before_it_makes_its_out_folder(cli, tmp_p
     (["report", "--records", "{file}", "--out", "/proc/r.html"], "/proc/r.html"),
     (["report", "--records", "{file}", "--out", "/dev/full"], "/dev/full"),
     (["study", "--workload", "digits", "--model", "mlp", "--frameworks", "numpy", "--no-tune",
-      "--max-epochs", "1", "--budget-minutes", "0.1", "--out", "/proc"], "/proc"),
+      "--max-epochs", "1", "--time-budget", "6", "--out", "/proc"], "/proc"),
     (["kb", "build", "--plan", "--suite", "tiny", "--frameworks", "numpy", "--out", "/proc"], "/proc"),
     (["kb", "calibrate", "--plan", "--frameworks", "numpy", "--out", "/proc/cal"], "/proc/cal"),
 ])

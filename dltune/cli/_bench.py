@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError
+from dltune._log import logger
 from dltune.cli._common import (
     add_workload_args,
     format_table,
+    frameworks_from_args,
     load_workload,
     parse_list,
     print_json,
+    storage_line,
 )
 
 TABLE_COLUMNS = [
@@ -31,50 +33,75 @@ TABLE_COLUMNS = [
 ]
 
 
+EXAMPLES = """examples:
+  dltune bench --workload digits --epochs 1
+  dltune bench --workload digits --model mlp --frameworks all --repeats 3 --out runs.csv
+  dltune bench --workload cifar10 --preset caffe --frameworks torch --threads 2"""
+
+
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    from dltune.cli._common import add_frameworks_arg, add_renamed, add_storage_arg
+
+    parser.epilog = EXAMPLES
     add_workload_args(parser)
-    parser.add_argument("--frameworks", default="torch,tensorflow",
-                        help="comma-separated backends, or 'all' for every one available here")
+    add_frameworks_arg(parser)
     parser.add_argument("--preset", help="start from a framework's published defaults "
                         "(tensorflow, caffe, torch, theano; their CIFAR-10 ones on 3-channel "
                         "data, where theano has none); other options override it")
-    parser.add_argument("--epochs", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--lr", type=float, help="learning rate")
-    parser.add_argument("--optimizer", help="sgd, momentum or adam")
-    parser.add_argument("--momentum", type=float)
-    parser.add_argument("--weight-decay", type=float)
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--threads", type=int, help="intra-op and BLAS threads (inter-op: 1)")
-    parser.add_argument("--inter-op", type=int, help="inter-op threads")
-    parser.add_argument("--blas-threads", type=int, help="OpenMP / MKL / OpenBLAS threads")
-    parser.add_argument("--cores", type=int, help="pin the worker to the first N usable cores")
+    from dltune.config import TrainConfig
+
+    d = TrainConfig()  # the same for every framework; a --preset's replace them
+    parser.add_argument("--epochs", type=int,
+                        help=f"passes over the training data (default: {d.epochs}, or the preset's)")
+    parser.add_argument("--batch-size", type=int,
+                        help=f"examples per step (default: {d.batch_size}, or the preset's)")
+    parser.add_argument("--lr", type=float,
+                        help=f"learning rate (default: {d.learning_rate:g}, or the preset's)")
+    parser.add_argument("--optimizer",
+                        help=f"sgd, momentum or adam (default: {d.optimizer}, or the preset's)")
+    parser.add_argument("--momentum", type=float,
+                        help=f"momentum of the momentum optimizer (default: {d.momentum:g})")
+    parser.add_argument("--weight-decay", type=float,
+                        help=f"L2 weight decay (default: {d.weight_decay:g}, or the preset's)")
+    parser.add_argument("--seed", type=int, help="seed of the weights and the batch order "
+                        f"(default: {d.seed})")
+    parser.add_argument("--threads", type=int, help="intra-op and BLAS threads, inter-op 1 "
+                        "(default: the framework's own choice)")
+    parser.add_argument("--inter-op", type=int, help="inter-op threads (default: as --threads)")
+    parser.add_argument("--blas-threads", type=int, help="OpenMP / MKL / OpenBLAS threads "
+                        "(default: as --threads)")
+    parser.add_argument("--cores", type=int, help="pin the worker to the first N usable cores "
+                        "(default: not pinned)")
     parser.add_argument("--device", choices=None, help="cpu (default) or cuda")
-    parser.add_argument("--timeout", type=float, help="seconds before a run is killed (default 3600)")
+    parser.add_argument("--run-timeout", type=float, metavar="S",
+                        help=f"kill a run after S seconds (default: {d.timeout_s:g})")
     parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (median reported)")
     parser.add_argument("--out", help="also save the records (.csv, or JSON otherwise)")
-    parser.add_argument("--storage", default=None,
-                        help="Optuna storage URL the records are stored in, where recommend fits on them "
-                             "(default: $DLTUNE_STORAGE, else sqlite:///dltune.db); 'none' stores nothing")
+    add_storage_arg(parser, "the records are stored in, where recommend fits on them",
+                    none_ok=True)
     parser.add_argument("--json", action="store_true", help="print the records as JSON, nothing else")
     parser.add_argument("--fault", help=argparse.SUPPRESS)
+    add_renamed(parser, timeout="--run-timeout")
     parser.set_defaults(func=run)
 
 
-def frameworks_for(text: str) -> list[str]:
-    """The backends named by ``--frameworks``; ``all`` means every benchmarkable one installed."""
+def frameworks_for(text: str | None) -> list[str]:
+    """The backends named by ``--frameworks``: the default ones when None, ``all`` every
+    benchmarkable one installed."""
+    from dltune._log import logger
     from dltune.backends._registry import BACKENDS
     from dltune.envs import backend_status
 
     names = [n for n, info in BACKENDS.items() if info.benchmarkable]
-    if text.strip() == "all":
+    if text is not None and text.strip() == "all":
         available = {s.name for s in backend_status() if s.available}
         chosen = [n for n in names if n in available and n != "numpy"]
         skipped = [n for n in names if n not in available and n != "numpy"]
         if skipped:
-            print(f"dltune bench: not available here, skipped: {', '.join(skipped)} "
-                  "(see `dltune env status`)", file=sys.stderr)
+            logger.info("not available here, skipped: %s (see `dltune env status`)", ", ".join(skipped))
         return chosen
+    if text is None:
+        return frameworks_from_args(None, bool)
     return parse_list("frameworks", text, names)
 
 
@@ -87,7 +114,7 @@ def configs_from_args(args: argparse.Namespace, frameworks: list[str], dataset_k
     for option, field in (("epochs", "epochs"), ("batch_size", "batch_size"), ("lr", "learning_rate"),
                           ("optimizer", "optimizer"), ("momentum", "momentum"),
                           ("weight_decay", "weight_decay"), ("seed", "seed"), ("device", "device"),
-                          ("timeout", "timeout_s")):
+                          ("run_timeout", "timeout_s")):
         value = getattr(args, option)
         if value is not None:
             overrides[field] = value
@@ -128,7 +155,7 @@ def _threads_cell(record: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dltune._bench import benchmark
-    from dltune._storage_url import default_storage_url
+    from dltune._storage_url import resolve_storage
     from dltune._validation import check_int, check_out_file
     from dltune.data import dataset_kind
 
@@ -140,12 +167,12 @@ def run(args: argparse.Namespace) -> int:
         raise BackendUnavailableError("No backend is available here; see `dltune env status`.")
     if args.out:
         check_out_file("out", args.out)  # not after the runs: their records would be lost
-    storage = None if args.storage == "none" else (args.storage or default_storage_url())
+    storage = resolve_storage(args.storage)
     workload = load_workload(args)
     # A preset is the published one for the data's kind (its channels), known once it is loaded.
     configs = configs_from_args(args, frameworks, dataset_kind(workload.dataset.input_shape[0]))
-    records = benchmark(workload, configs, repeats=args.repeats, progress=True, fault=args.fault,
-                        storage=storage)
+    records = benchmark(workload, configs, repeats=args.repeats, progress=not args.quiet,
+                        fault=args.fault, storage=storage)
     unsaved = save_or_fall_back(records, args.out) if args.out else None
     if args.json:
         print_json([r.to_dict() for r in records])
@@ -162,15 +189,16 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(rows, table_columns(rows)))
     for record in records:
         if not record.ok:
-            print(f"{record.framework}: failed: {record.error['message']}", file=sys.stderr)
+            logger.warning("%s: failed: %s", record.framework, record.error["message"])
     if args.out and not unsaved:
         print(f"records saved to {args.out}")
     if storage is not None:
-        from dltune._storage_url import mask_url
         from dltune.measure._store import BENCH_PREFIX, study_name
 
-        print(f"records stored in {mask_url(storage)} (study {study_name(workload.name, BENCH_PREFIX)}): "
-              "dltune recommend fits on them (--storage none: not stored)")
+        print(f"{storage_line(storage)} (study {study_name(workload.name, BENCH_PREFIX)}, "
+              "where dltune recommend fits on them)")
+    else:
+        print(storage_line(None))
     if unsaved:
         raise DltuneError(unsaved)
     return 0 if all(r.ok for r in records) else 1

@@ -5,19 +5,28 @@ from __future__ import annotations
 import argparse
 import errno
 import socket
-import sys
+
+EXAMPLES = """examples:
+  dltune dashboard
+  dltune dashboard --storage sqlite:///runs/dltune.db --port 8081"""
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--storage", help="database URL (default: $DLTUNE_STORAGE or sqlite:///dltune.db)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
+    from dltune.cli._common import add_storage_arg
+
+    parser.epilog = EXAMPLES
+    add_storage_arg(parser, "whose studies are shown")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument("--port", type=int, default=8080, help="port")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dltune._errors import ParameterError
+    from dltune._log import logger
+    from dltune._storage_url import resolve_storage
     from dltune._validation import check_int
-    from dltune.tuning._storage import default_storage_url, mask_url, open_storage, require_database
+    from dltune.tuning._storage import mask_url, open_storage, require_database
 
     check_int("port", args.port, 1, 65535)
     try:
@@ -28,16 +37,19 @@ def run(args: argparse.Namespace) -> int:
         raise BackendUnavailableError(
             "The dashboard needs optuna-dashboard. Install it with: pip install 'dltune[dashboard]'"
         ) from None
-    url = require_database(args.storage or default_storage_url(),
-                           "the dashboard shows the studies that 'dltune tune' or 'dltune study' stored there")
+    url = resolve_storage(args.storage)
+    if url is None:
+        raise ParameterError("The 'storage' parameter must be a database URL: the dashboard "
+                             "shows the studies stored there. Got 'none' instead.")
+    url = require_database(url, "the dashboard shows the studies that 'dltune tune' or 'dltune study' stored there")
     _check_bindable(args.host, args.port)
     storage = open_storage(url, heartbeat=False)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"dltune dashboard: warning: binding {args.host} exposes the studies to the network",
-              file=sys.stderr)
+        logger.warning("dltune dashboard: warning: binding %s exposes the studies to the network",
+                       args.host)
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"optuna-dashboard for {mask_url(url)} at http://{host}:{args.port}/ (Ctrl+C stops)",
-          file=sys.stderr, flush=True)
+    logger.info("optuna-dashboard for %s at http://%s:%s/ (Ctrl+C stops)", mask_url(url), host,
+                args.port)
     run_server(storage, host=args.host, port=args.port)
     return 0
 

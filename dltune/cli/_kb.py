@@ -8,17 +8,47 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._log import logger
+from dltune.config import OBJECTIVES
+
+EXAMPLES = {
+    "kb": """examples:
+  dltune kb calibrate
+  dltune kb build --suite reference --time-budget 8h
+  dltune kb validate --objective balanced""",
+    "build": """examples:
+  dltune kb build --plan
+  dltune kb build --suite reference --frameworks torch,tensorflow --time-budget 8h""",
+    "calibrate": """examples:
+  dltune kb calibrate --plan
+  dltune kb calibrate --time-budget 30m""",
+    "export": """examples:
+  dltune kb export --from ~/.cache/dltune/kb/reference
+  dltune kb export --calibration""",
+    "validate": """examples:
+  dltune kb validate
+  dltune kb validate --objective time --own-runs 5 --json""",
+}
+
+
+def _action(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES[name])
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    from dltune.cli._common import add_renamed, duration
+
+    parser.epilog = EXAMPLES["kb"]
     sub = parser.add_subparsers(dest="kb_command", metavar="ACTION")
     sub.required = True
 
-    build = sub.add_parser("build", help="measure a designed suite (resumable, budgeted)")
-    build.add_argument("--suite", default="reference", help="suite name (default: reference)")
+    build = _action(sub, "build", "measure a designed suite (resumable, budgeted)")
+    build.add_argument("--suite", default="reference", help="suite name")
     build.add_argument("--out", help="build folder (default: <cache>/kb/<suite>)")
     build.add_argument("--frameworks", help="comma-separated backends (default: all available)")
-    build.add_argument("--budget-hours", type=float, help="stop starting runs after this long")
+    build.add_argument("--time-budget", type=duration, metavar="DURATION",
+                       help="start no run after this long: 90, 90s, 20m, 8h (default: no limit)")
+    add_renamed(build, budget_hours="--time-budget")
     build.add_argument("--configs-per-pair", type=int, default=24,
                        help="space-filling configurations per workload x framework (default: 24)")
     build.add_argument("--repeats", type=int, default=3,
@@ -31,18 +61,20 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     build.set_defaults(func=run_build)
 
-    calibrate = sub.add_parser(
-        "calibrate", help="measure this machine's speed on a few knowledge-base workloads (minutes)")
+    calibrate = _action(sub, "calibrate",
+                        "measure this machine's speed on a few knowledge-base workloads (minutes)")
     calibrate.add_argument("--frameworks", help="comma-separated backends (default: all available)")
     calibrate.add_argument("--out", help="folder (default: <cache>/kb/calibration-<machine>, "
                                          "which recommend reads)")
-    calibrate.add_argument("--budget-hours", type=float, help="stop starting runs after this long")
+    calibrate.add_argument("--time-budget", type=duration, metavar="DURATION",
+                           help="start no run after this long: 90, 90s, 20m, 1h (default: no limit)")
+    add_renamed(calibrate, budget_hours="--time-budget")
     _add_quiet_wait(calibrate)
     calibrate.add_argument("--plan", action="store_true", help="print the planned runs and exit")
     calibrate.add_argument("--json", action="store_true", help="print the result as JSON")
     calibrate.set_defaults(func=run_calibrate)
 
-    export = sub.add_parser("export", help="compress a build folder into the package's shipped KB")
+    export = _action(sub, "export", "compress a build folder into the package's shipped KB")
     export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference)")
     export.add_argument("--out", help="target folder (default: the installed dltune/kb/, or its "
                         "calibrations/ with --calibration)")
@@ -53,7 +85,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                              "(done after every export into the package)")
     export.set_defaults(func=run_export)
 
-    validate = sub.add_parser("validate", help="leave-one-workload-out scores of the surrogates")
+    validate = _action(sub, "validate", "leave-one-workload-out scores of the surrogates")
     validate.add_argument("--records", action="append", metavar="FILE",
                           help="records to validate on (default: the shipped KB); repeatable")
     scored = validate.add_mutually_exclusive_group()
@@ -62,13 +94,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                              "cache's and the shipped calibrations, scored by default); repeatable")
     scored.add_argument("--no-calibrations", action="store_true",
                         help="score the knowledge base only")
-    validate.add_argument("--objective", choices=("accuracy", "time", "balanced"), default="accuracy",
-                          help="the objective the regret's pick is made for (default: accuracy)")
+    validate.add_argument("--objective", choices=OBJECTIVES, default="accuracy",
+                          help="the objective the regret's pick is made for")
     validate.add_argument("--own-runs", type=int, default=0, metavar="K",
                           help="as after a short tune: fit on K runs of each held-out workload "
-                               "(configurations drawn at random) and score on its others (default: 0)")
+                               "(configurations drawn at random) and score on its others")
     validate.add_argument("--seed", type=int, default=0,
-                          help="which configurations --own-runs draws (default: 0)")
+                          help="which configurations --own-runs draws")
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.set_defaults(func=run_validate)
 
@@ -112,7 +144,7 @@ def _warn_if_loaded(**advice: str) -> None:
 
     warning = load_warning(os.getloadavg()[0], usable_cores(), **advice)
     if warning:
-        print(warning, file=sys.stderr)
+        logger.warning(warning)
 
 
 def _print_result(args: argparse.Namespace, result) -> None:
@@ -136,13 +168,13 @@ def run_build(args: argparse.Namespace) -> int:
 
     frameworks = _frameworks(args)
     # The build's own checks, before the warning of a busy machine; all --plan does besides.
-    planned = plan_build(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
+    planned = plan_build(args.suite, args.out, frameworks, args.time_budget, args.configs_per_pair,
                          args.repeats, args.fresh, args.quiet_wait)
     if args.plan:
         return _print_plan(args, planned.runs)
     _warn_if_loaded()
-    result = build_kb(args.suite, args.out, frameworks, args.budget_hours, args.configs_per_pair,
-                      args.repeats, fresh=args.fresh, progress=not args.json,
+    result = build_kb(args.suite, args.out, frameworks, args.time_budget, args.configs_per_pair,
+                      args.repeats, fresh=args.fresh, progress=not (args.json or args.quiet),
                       command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
     _print_result(args, result)
     return 0
@@ -155,11 +187,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     frameworks = _frameworks(args)
     # The calibration's own checks, before the warning of a busy machine; all --plan does besides.
-    plan = calibration_plan(frameworks, args.out, args.budget_hours, args.quiet_wait)
+    plan = calibration_plan(frameworks, args.out, args.time_budget, args.quiet_wait)
     if args.plan:
         return _print_plan(args, plan)
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
-    result = calibrate_machine(frameworks, args.out, args.budget_hours, progress=not args.json,
+    result = calibrate_machine(frameworks, args.out, args.time_budget,
+                               progress=not (args.json or args.quiet),
                                command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
     _print_result(args, result)
     if not args.json:
@@ -229,7 +262,7 @@ def run_validate(args: argparse.Namespace) -> int:
     calibrations = calibrations or False
     report = validate_kb(records=args.records, objective=args.objective, calibrations=calibrations,
                          own_runs=args.own_runs, seed=args.seed,
-                         progress=True)  # on stderr: --json's stdout stays the JSON alone
+                         progress=not args.quiet)  # on stderr: --json's stdout stays the JSON alone
     if args.json:
         print_json(report.to_dict())
     else:

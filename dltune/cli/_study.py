@@ -5,44 +5,50 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+EXAMPLES = """examples:
+  dltune study --workload digits --time-budget 20m
+  dltune study --workload digits --frameworks torch,tensorflow --no-tune --out study-digits"""
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    from dltune.cli._common import add_workload_args
+    from dltune.cli._common import add_renamed, add_storage_arg, add_workload_args, duration
 
+    parser.epilog = EXAMPLES
     add_workload_args(parser)
-    parser.add_argument("--frameworks", default="all",
-                        help="comma-separated backends, or 'all' (the study's frameworks that are "
-                             "available here)")
-    parser.add_argument("--budget-minutes", type=float, default=20.0,
-                        help="time budget the phases are sized to (default: %(default)s)")
+    parser.add_argument("--frameworks", default="all", metavar="LIST",
+                        help="comma-separated backends, or 'all': the study's frameworks that are "
+                             "available here")
+    parser.add_argument("--time-budget", type=duration, default=1200.0, metavar="DURATION",
+                        help="time the phases are sized to: 90, 90s, 20m, 1.5h (default: 20m)")
     parser.add_argument("--max-epochs", type=int, default=None,
                         help="cap every run's epochs (default: chosen from the budget)")
-    parser.add_argument("--storage", default=None,
-                        help="Optuna storage URL (default: $DLTUNE_STORAGE, else sqlite:///dltune.db)")
+    add_storage_arg(parser, "the study's runs are stored in and resumed from")
     parser.add_argument("--out", default=None,
                         help="folder for records.jsonl, summary.json and report.html")
     parser.add_argument("--no-tune", action="store_true", help="skip the tuning phase")
-    parser.add_argument("--tune-trials", type=int, default=None,
+    parser.add_argument("--trials", type=int, default=None,
                         help="tuning trials per framework (default: from the budget, 2 to 20)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_renamed(parser, budget_minutes="--time-budget", tune_trials="--trials")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dltune._log import quiet_optuna
     from dltune.cli._common import parse_key_values
     from dltune.study import run_study
     from dltune.tuning import tune
 
+    quiet_optuna()
     result = run_study(
         args.workload,
         model=args.model or "lenet",
         frameworks=args.frameworks,
-        budget_minutes=args.budget_minutes,
+        time_budget_s=args.time_budget,
         storage=args.storage,
         out=args.out,
         epoch_cap=args.max_epochs,
         tune=None if args.no_tune else tune,
-        tune_trials=args.tune_trials,
+        trials=args.trials,
         progress=not args.quiet,
         dataset_params=parse_key_values(args.data, "data"),
     )

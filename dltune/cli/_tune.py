@@ -6,39 +6,39 @@ import argparse
 
 from dltune.cli._common import add_workload_args, load_workload, parse_key_values, print_json
 
-# tune reads these itself ("time": training time; "both": accuracy and training time).
-_OBJECTIVES = ("accuracy", "time", "both")
-# Each constraint: tune's option (its argparse name), tune's constraint key, recommend's flag.
-_CONSTRAINTS = (("max_train_time", "max_train_time_s", "--max-train-time"),
-                ("max_memory", "max_memory_mb", "--max-memory-mb"),
-                ("min_accuracy", "min_accuracy", "--min-accuracy"))
+EXAMPLES = """examples:
+  dltune tune --workload digits --frameworks torch --trials 20
+  dltune tune --workload digits --objective accuracy --max-train-time-s 30 --time-budget 1h
+  dltune tune --workload digits --trials 40 --workers 4 --storage postgresql://user@host/db"""
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    from dltune.cli._common import add_frameworks_arg, add_renamed, add_storage_arg, duration
+    from dltune.config import CONSTRAINTS, OBJECTIVES, TrainConfig, constraint_flag
+
+    parser.epilog = EXAMPLES
     add_workload_args(parser)
-    parser.add_argument("--frameworks", default="torch",
-                        help="comma-separated backends, or 'all' (default: torch)")
+    add_frameworks_arg(parser)
     parser.add_argument("--trials", type=int, default=20,
-                        help="COMPLETE trials each study must hold (default: 20)")
-    parser.add_argument("--objective", choices=sorted(_OBJECTIVES), default="both",
-                        help="accuracy, time, or both as a Pareto front (default: both)")
-    parser.add_argument("--max-train-time", type=float, metavar="S",
-                        help="constraint: training time at most S seconds")
-    parser.add_argument("--max-memory", type=float, metavar="MB",
-                        help="constraint: peak memory at most MB megabytes")
-    parser.add_argument("--min-accuracy", type=float, metavar="A",
-                        help="constraint: test accuracy at least A (0..1)")
-    parser.add_argument("--storage", help="database URL (default: $DLTUNE_STORAGE or sqlite:///dltune.db)")
+                        help="COMPLETE trials each framework's study must hold")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="balanced",
+                        help="accuracy, time (training time), or balanced: the Pareto front of both")
+    for key, (what, unit, _, _) in CONSTRAINTS.items():
+        parser.add_argument(constraint_flag(key), type=float, metavar="X",
+                            help=f"constraint: {what} X ({unit})")
+    add_storage_arg(parser, "the studies are stored in")
     parser.add_argument("--workers", type=int, default=1,
                         help="local worker processes per study (use PostgreSQL for K > 1)")
     parser.add_argument("--seed", type=int, help="seed of the sampler and of the training runs")
-    parser.add_argument("--sampler", default="tpe", help="tpe, random or nsga2 (default: tpe)")
+    parser.add_argument("--sampler", default="tpe", help="tpe, random or nsga2")
     parser.add_argument("--pruner", help="median or none (default: median for --objective accuracy)")
     parser.add_argument("--space", metavar="FILE", help="search space as YAML or JSON")
     parser.add_argument("--fix", action="append", metavar="DIM=VALUE",
                         help="fix a dimension, e.g. --fix epochs=3 (repeatable)")
-    parser.add_argument("--timeout", type=float, metavar="S",
-                        help="start no new trial after S seconds (per framework)")
+    parser.add_argument("--time-budget", type=duration, metavar="DURATION",
+                        help="start no new trial after this long (per framework): 90, 90s, 20m, 1.5h")
+    parser.add_argument("--run-timeout", type=float, metavar="S",
+                        help=f"kill a trial's run after S seconds (default: {TrainConfig().timeout_s:g})")
     parser.add_argument("--cores", type=int, help="tune for the target restricted to N cores")
     parser.add_argument("--device", help="cpu (default) or cuda: train the trials on an NVIDIA "
                         "GPU (torch, tensorflow); a study of its own")
@@ -49,11 +49,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat-best", type=int, default=0, metavar="K",
                         help="after the search, measure the K most accurate trials again with "
                         "another seed: how much was luck, and the workload's own seed noise "
-                        "for 'dltune recommend' (default: 0)")
+                        "for 'dltune recommend'")
     parser.add_argument("--warm-start", action="store_true",
                         help="first try what 'dltune recommend' proposes")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_renamed(parser, n_trials="--trials", timeout="--time-budget",
+                max_train_time="--max-train-time-s", max_memory="--max-memory-mb")
     parser.set_defaults(func=run)
 
 
@@ -69,42 +70,39 @@ def _available(framework: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune.backends._registry import BACKENDS
-    from dltune.cli._common import parse_list
-    from dltune.config import usable_cores
+    from dltune._log import quiet_optuna
+    from dltune._storage_url import resolve_storage
+    from dltune.cli._common import frameworks_from_args, storage_line
+    from dltune.config import CONSTRAINTS, usable_cores
     from dltune.tuning import SearchSpace, tune
-    from dltune.tuning._storage import default_storage_url, mask_url, quiet_optuna
 
     quiet_optuna()
-
-    if args.frameworks.strip() == "all":
-        frameworks = [n for n in BACKENDS if n != "numpy" and _available(n)]
-    else:
-        frameworks = parse_list("frameworks", args.frameworks, list(BACKENDS))
+    frameworks = frameworks_from_args(args.frameworks, _available)
     base = None
-    if args.device is not None:
+    if args.device is not None or args.run_timeout is not None:
         from dltune.config import TrainConfig
 
-        base = TrainConfig(device=args.device).validate(max_cores=None)
+        fields = {"device": args.device, "timeout_s": args.run_timeout}
+        base = TrainConfig(**{k: v for k, v in fields.items() if v is not None}).validate(max_cores=None)
     cores = args.cores or usable_cores()
     space = SearchSpace.from_file(args.space, cores=cores) if args.space else SearchSpace(cores=cores)
     fixed = parse_key_values(args.fix, "fix")
     if fixed:
         space = space.fix(**fixed)
-    constraints = {key: getattr(args, attr) for attr, key, _ in _CONSTRAINTS
-                   if getattr(args, attr) is not None}
+    constraints = {key: getattr(args, key) for key in CONSTRAINTS if getattr(args, key) is not None}
+    storage = resolve_storage(args.storage)
     result = tune(
         load_workload(args),
         frameworks=frameworks,
         hardware=args.cores,
         space=space,
-        n_trials=args.trials,
-        timeout=args.timeout,
-        objectives=args.objective,
+        trials=args.trials,
+        time_budget_s=args.time_budget,
+        objective=args.objective,
         constraints=constraints or None,
         sampler=args.sampler,
         pruner=args.pruner,
-        storage=args.storage,
+        storage=storage,
         seed=args.seed,
         workers=args.workers,
         warm_start=args.warm_start,
@@ -119,13 +117,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(result.table())
     print()
-    for res in result.studies.values():
+    for res in result.results.values():
         c = res.counts
         print(f"{res.study_name}: {c.get('COMPLETE', 0)} complete, {c.get('FAIL', 0)} failed, "
               f"{c.get('PRUNED', 0)} pruned")
-    url = mask_url(args.storage or default_storage_url())
-    print(f"storage: {url}  (browse: dltune dashboard" + (f" --storage '{url}')" if args.storage else ")"))
-    if base is None:  # recommend's candidates are CPU configurations
+    browse = "dltune dashboard" + ("" if args.storage == "default" else f" --storage '{result.storage}'")
+    print(f"{storage_line(storage)}  (browse: {browse})")
+    if args.device is None:  # recommend's candidates are CPU configurations
         print(recommend_hint(args, frameworks))
     return 0
 
@@ -135,19 +133,19 @@ def recommend_hint(args: argparse.Namespace, frameworks: list[str]) -> str:
     configurations) by what one more run would reach, with why to run it."""
     import shlex
 
-    from dltune.tuning._storage import mask_url
+    from dltune._storage_url import mask_url
+    from dltune.config import CONSTRAINTS, constraint_flag
 
     command = ["dltune", "recommend", "--workload", args.workload, "--model", args.model or "lenet"]
     for item in args.data or []:
         command += ["--data", item]
     command += ["--objective", "accuracy", "--frameworks", ",".join(frameworks)]
-    for attr, _, flag in _CONSTRAINTS:
-        if getattr(args, attr, None) is not None:
-            command += [flag, format(getattr(args, attr), "g")]
-    if args.storage:
+    for key in CONSTRAINTS:
+        if getattr(args, key, None) is not None:
+            command += [constraint_flag(key), format(getattr(args, key), "g")]
+    if args.storage != "default":
         command += ["--storage", mask_url(args.storage)]
     trials = "these trials and their repeats" if getattr(args, "repeat_best", 0) else "these trials"
     return ("which configuration to use: " + shlex.join(command) + "\n"
             f"  (it ranks {trials}, with the knowledge base's configurations, by the accuracy one "
-            "more run reaches at least; the front's most accurate trial is partly the seed's luck: "
-            "docs/tuning.md)")
+            "more run reaches at least; the front's most accurate trial is partly the seed's luck)")

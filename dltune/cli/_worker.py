@@ -6,32 +6,39 @@ import argparse
 
 from dltune.cli._common import print_json
 
+EXAMPLES = """examples:
+  dltune worker --study 'dltune:digits-lenet:torch:<target>'
+  DLTUNE_STORAGE=postgresql://user:pw@host/db dltune worker --study NAME --time-budget 2h"""
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
+    from dltune.cli._common import add_renamed, add_storage_arg, duration
+
+    parser.epilog = EXAMPLES
     parser.add_argument("--study", required=True, help="study name (as 'dltune tune' printed it)")
-    parser.add_argument("--storage",
-                        help="database URL (default: $DLTUNE_STORAGE, which keeps a password "
-                             "out of the process list, else sqlite:///dltune.db)")
-    parser.add_argument("--n-trials", type=int,
+    add_storage_arg(parser, "that holds the study ($DLTUNE_STORAGE keeps a password out of the "
+                            "process list)")
+    parser.add_argument("--trials", type=int,
                         help="stop when the study holds N COMPLETE trials in total "
                              "(default: the target 'dltune tune' set)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="start no trial after S seconds")
+    parser.add_argument("--time-budget", type=duration, metavar="DURATION",
+                        help="start no new trial after this long: 90, 90s, 20m, 1.5h")
     parser.add_argument("--seed-offset", type=int, default=0,
                         help="varies the sampler seed between workers of a seeded study")
     parser.add_argument("--any-hardware", action="store_true",
                         help="join even when this machine is not the study's hardware target")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_renamed(parser, n_trials="--trials", timeout="--time-budget")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dltune._log import quiet_optuna
     from dltune.tuning import run_worker
-    from dltune.tuning._storage import quiet_optuna
 
     quiet_optuna()
 
-    summary = run_worker(args.study, args.storage, args.n_trials, timeout=args.timeout,
+    summary = run_worker(args.study, args.storage, args.trials, time_budget_s=args.time_budget,
                          seed_offset=args.seed_offset, any_hardware=args.any_hardware,
                          progress=not (args.quiet or args.json))
     if args.json:
@@ -39,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         c = summary["counts"]
         print(f"{summary['study']}: ran {summary['ran']} trial(s) here; study has "
-              f"{c.get('COMPLETE', 0)}/{summary['target']} complete, {c.get('FAIL', 0)} failed "
-              f"({summary['storage']})")
+              f"{c.get('COMPLETE', 0)}/{summary['target']} complete, {c.get('FAIL', 0)} failed")
+        print(f"storage: {summary['storage']}")
     return 0

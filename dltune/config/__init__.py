@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from dltune.config._goals import (
+    CONSTRAINTS,
+    OBJECTIVES,
+    check_constraints,
+    check_objective,
+    constraint_flag,
+)
 from dltune.config._threads import ThreadConfig, usable_cores
 from dltune.config._train_config import (
     LR_RANGES,
@@ -14,6 +21,8 @@ from dltune.config._train_config import (
 )
 
 __all__ = [
+    "CONSTRAINTS",
+    "OBJECTIVES",
     "LR_RANGES",
     "LR_SCHEDULES",
     "OPTIMIZERS",
@@ -21,6 +30,9 @@ __all__ = [
     "ThreadConfig",
     "TrainConfig",
     "available_presets",
+    "check_constraints",
+    "check_objective",
+    "constraint_flag",
     "default_preset",
     "usable_cores",
 ]

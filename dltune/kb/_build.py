@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
+from dltune._log import Progress
 from dltune._validation import check_choice, check_float, check_out_dir
 from dltune.kb._store import RecordStore
 from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite
@@ -242,7 +243,7 @@ def plan_build(
     suite: str = "reference",
     out: str | Path | None = None,
     frameworks: list[str] | None = None,
-    budget_hours: float | None = None,
+    time_budget_s: float | None = None,
     configs_per_pair: int = 24,
     repeats: int = 3,
     fresh: int = 3,
@@ -256,8 +257,8 @@ def plan_build(
     from dltune.backends._registry import BACKENDS
 
     check_choice("suite", suite, sorted(SUITES))
-    if budget_hours is not None:
-        budget_hours = check_float("budget_hours", budget_hours, 0.0, None, low_open=True)
+    if time_budget_s is not None:
+        time_budget_s = check_float("time_budget_s", time_budget_s, 0.0, None, low_open=True)
     quiet_wait_s = check_float("quiet_wait_s", quiet_wait_s, 0.0, None)
     if frameworks is None:
         frameworks = []
@@ -279,15 +280,14 @@ def plan_build(
             interpreter_for(name)
     runs = machine_plan(suite, list(frameworks), configs_per_pair, repeats, fresh, all_cores)
     folder = check_out_dir("out", out if out is not None else default_build_dir(suite), make=False)
-    return BuildPlan(list(frameworks), folder, runs,
-                     None if budget_hours is None else budget_hours * 3600.0, quiet_wait_s)
+    return BuildPlan(list(frameworks), folder, runs, time_budget_s, quiet_wait_s)
 
 
 def build_kb(
     suite: str = "reference",
     out: str | Path | None = None,
     frameworks: list[str] | None = None,
-    budget_hours: float | None = None,
+    time_budget_s: float | None = None,
     configs_per_pair: int = 24,
     repeats: int = 3,
     fresh: int = 3,
@@ -296,17 +296,19 @@ def build_kb(
     pool=None,
     quiet_wait_s: float = 0.0,
     all_cores: bool = False,
+    **renamed: Any,
 ) -> BuildResult:
     """Measure ``suite`` into ``out`` (append-only ``records.jsonl`` + ``provenance.json``).
 
     Already measured runs (same key) are skipped, so calling it again resumes. It stops starting
-    runs when ``budget_hours`` of this call have passed, or after SIGTERM / SIGINT (the run in
+    runs when ``time_budget_s`` seconds of this call have passed, or after SIGTERM / SIGINT (the run in
     progress finishes and is stored).
 
     Args:
         frameworks: backends to measure; default: those available among torch, tensorflow,
             mxnet and theano.
-        progress: True for a progress bar on stderr, or a callable given each stored entry.
+        progress: True for progress on stderr (:class:`dltune._log.Progress`), or a callable
+            given each stored entry.
         quiet_wait_s: before each run, wait up to this long for the rest of the machine to use
             at most :data:`QUIET_CPU_PCT` % of one core (``dltune kb build`` waits up to 300 s;
             0: only record the reading). Other work stalls the thread barriers of a run with
@@ -316,9 +318,11 @@ def build_kb(
     """
     import psutil
 
+    from dltune._bench import refuse_renamed
     from dltune._workload import Workload
 
-    planned = plan_build(suite, out, frameworks, budget_hours, configs_per_pair, repeats, fresh,
+    refuse_renamed("build_kb", renamed)
+    planned = plan_build(suite, out, frameworks, time_budget_s, configs_per_pair, repeats, fresh,
                          quiet_wait_s, all_cores)
     frameworks, plan, budget_s = planned.frameworks, planned.runs, planned.budget_s
     quiet_wait_s = planned.quiet_wait_s
@@ -344,10 +348,7 @@ def build_kb(
             pool = WorkerPool(max_workers=len({(p.config.framework, p.config.threads) for p in plan}))
         bar = None
         if progress is True:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(plan), initial=len(plan) - len(todo), desc=f"kb {suite}",
-                       unit="run", file=sys.stderr)
+            bar = Progress(len(plan), f"kb {suite}", "run", initial=len(plan) - len(todo))
         workloads: dict[str, Workload] = {}
         measured = failed = 0
         stopped_by = "complete"

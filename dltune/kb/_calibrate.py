@@ -44,27 +44,32 @@ def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
 def calibrate_machine(
     frameworks: list[str] | None = None,
     out: str | Path | None = None,
-    budget_hours: float | None = None,
+    time_budget_s: float | None = None,
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     quiet_wait_s: float = 0.0,
+    **renamed: Any,
 ) -> BuildResult:
     """Measure the calibration suite on this machine (resumable, like :func:`build_kb`, whose
     ``quiet_wait_s`` it passes on). On a machine with more than 2 usable cores each
     space-filling configuration also runs with all of them: the knowledge base measured 1 and
-    2 threads, and the surrogates learn from these what more threads gain here."""
+    2 threads, and the surrogates learn from these what more threads gain here. No run starts
+    after ``time_budget_s`` seconds."""
+    from dltune._bench import refuse_renamed
+
+    refuse_renamed("calibrate_machine", renamed)
     return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
-                    budget_hours, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
+                    time_budget_s, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
                     all_cores=True, **CALIBRATION_PLAN)
 
 
 def calibration_plan(
     frameworks: list[str] | None = None,
     out: str | Path | None = None,
-    budget_hours: float | None = None,
+    time_budget_s: float | None = None,
     quiet_wait_s: float = 0.0,
 ) -> list[PlannedRun]:
     """The runs :func:`calibrate_machine` with the same arguments measures on this machine,
     after the checks it makes before its first run (:func:`plan_build`); writes nothing."""
     return plan_build("calibration", out if out is not None else calibration_dir(), frameworks,
-                      budget_hours, quiet_wait_s=quiet_wait_s, all_cores=True, **CALIBRATION_PLAN).runs
+                      time_budget_s, quiet_wait_s=quiet_wait_s, all_cores=True, **CALIBRATION_PLAN).runs

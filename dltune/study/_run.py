@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError
-from dltune._storage_url import DEFAULT_STORAGE, check_url, default_storage_url, mask_url
+from dltune._log import logger
+from dltune._storage_url import DEFAULT_STORAGE, mask_url, resolve_storage
 from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
 from dltune.data import dataset_kind
@@ -65,7 +65,8 @@ class ComparativeStudyResult:
         lines = [
             f"study {s['workload']}: {s['ran']} runs measured, {s['resumed']} already stored, "
             f"{s['failed']} failed, {len(s['skipped_for_budget'])} skipped for the budget "
-            f"({s['elapsed_s']:.0f} s); {s['records']} records in {s['storage']}",
+            f"({s['elapsed_s']:.0f} s); {s['records']} records",
+            f"storage: {s['storage']}",
             f"frameworks: {', '.join(s['frameworks'])}; epochs capped at {s['epoch_cap']}",
         ]
         lines += [f"note: {n}" for n in s["notes"]]
@@ -113,7 +114,7 @@ def resolve_frameworks(frameworks: str | list[str]) -> tuple[list[str], list[str
 
 def _log(progress: bool, text: str) -> None:
     if progress:
-        print(text, file=sys.stderr, flush=True)
+        logger.info(text)
 
 
 def run_study(
@@ -121,41 +122,47 @@ def run_study(
     *,
     model: str = "lenet",
     frameworks: str | list[str] = "all",
-    budget_minutes: float = 20.0,
-    storage: str | None = None,
+    time_budget_s: float = 1200.0,
+    storage: str | None = "default",
     out: str | Path | None = None,
     epoch_cap: int | None = None,
     tune: Callable[..., Any] | None = None,
-    tune_trials: int | None = None,
+    trials: int | None = None,
     progress: bool = True,
     dataset_params: dict[str, Any] | None = None,
     pool=None,
+    **renamed: Any,
 ) -> ComparativeStudyResult:
     """Run the comparative study on ``workload``; records already stored are not measured again.
 
     Phases: each framework with its own defaults; every framework with every preset; one-at-a-time
     sweeps of batch size, learning rate and epochs; thread settings; a short tune per framework
-    (``tune_trials`` trials each; by default as many as its budget share allows, 2 to 20).
+    (``trials`` trials each; by default as many as its budget share allows, 2 to 20).
     Each group of phases gets a share of the budget (see ``PHASE_SHARES``) and runs whose
     predicted time does not fit what is left are skipped and listed.
 
     Args:
+        time_budget_s: the time budget the phases are sized to, in seconds.
+        storage: where the study's records are stored (and resumed from): ``"default"`` is
+            ``$DLTUNE_STORAGE``, else ``sqlite:///dltune.db`` in the working folder.
         tune: the function that runs each framework's short tune, called as
             :func:`dltune.tuning.tune` (pass that one); None (or False) skips the tuning phase.
         out: a folder to write ``records.jsonl`` and ``summary.json`` to; the report is
             :func:`dltune.report.write_report` on those records (``dltune study --out`` writes
             it there as ``report.html``).
     """
-    from dltune._bench import measure
+    from dltune._bench import measure, refuse_renamed
     from dltune._workload import Workload, as_workload
     from dltune.runtime import WorkerPool
 
+    refuse_renamed("run_study", renamed)
     t_start = time.perf_counter()
-    budget_s = 60.0 * check_float("budget_minutes", budget_minutes, 0.0, 10080.0, low_open=True)
+    budget_s = check_float("time_budget_s", time_budget_s, 0.0, 7 * 86400.0, low_open=True)
+    budget_minutes = budget_s / 60.0
     if epoch_cap is not None:
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
-    if tune_trials is not None:
-        tune_trials = check_int("tune_trials", tune_trials, 1, 10000)
+    if trials is not None:
+        trials = check_int("trials", trials, 1, 10000)
     tune_fn = tune or None
     if tune_fn is not None and not callable(tune_fn):
         raise ParameterError(f"The 'tune' parameter must be a tune function such as "
@@ -165,7 +172,10 @@ def run_study(
     if out is not None:
         check_out_dir("out", out, make=False)
     chosen, notes = resolve_frameworks(frameworks)
-    check_url(storage or default_storage_url())
+    storage = resolve_storage(storage)
+    if storage is None:
+        raise ParameterError("The 'storage' parameter of run_study() must be a database URL or "
+                             "'default': the study stores its runs there. Got None instead.")
     if isinstance(workload, str):
         wl = Workload.from_name(workload, model, **(dataset_params or {}))
     else:
@@ -194,8 +204,8 @@ def run_study(
         with_tune=tune_fn is not None,
     )
     plan.notes = notes + plan.notes
-    if tune_trials is not None and tune_fn is not None:
-        plan.tune_trials = tune_trials
+    if trials is not None and tune_fn is not None:
+        plan.tune_trials = trials
     if plan.dataset_kind == "mnist":
         plan.notes.append("The 'mxnet' preset is MXNet's Gluon MNIST example defaults (the study "
                           "published none): SGD momentum 0.9, lr 0.1, batch 100, 10 epochs.")
@@ -205,7 +215,7 @@ def run_study(
                             "dataset_kind": plan.dataset_kind})
     result = ComparativeStudyResult(wl.name, store.storage_url, plan, [], out=str(out) if out else None)
     _log(progress, f"study {wl.name}: {len(plan.runs)} planned runs over {', '.join(chosen)}, "
-                   f"epochs capped at {plan.epoch_cap}, budget {budget_minutes:g} min")
+                   f"epochs capped at {plan.epoch_cap}, budget {budget_minutes:.3g} min")
 
     shares = {g: PHASE_SHARES[g] for g in _GROUP_ORDER}
     if tune_fn is not None:
@@ -238,7 +248,7 @@ def run_study(
                         f"{record.metrics['train_time_s']:.1f} s" if record.ok
                         else f"FAILED: {(record.error or {}).get('message', '')[:120]}")
                 _log(progress, f"[{group} {i}/{len(runs)}] {run.label}: {what} "
-                               f"(wall {wall:.1f} s; {elapsed:.1f}/{budget_minutes:g} min)")
+                               f"(wall {wall:.1f} s; {elapsed:.1f}/{budget_minutes:.3g} min)")
             carry = max(allot - spent, 0.0)
         if tune_fn is not None:
             allot = budget_s * shares["tune"] / total_share + carry
@@ -277,7 +287,7 @@ def _tune_phase(tune_fn, wl, frameworks, plan, store, allot_s, progress, pool) -
     for fw in frameworks:
         t0 = time.perf_counter()
         try:
-            tune_fn(wl, frameworks=[fw], n_trials=plan.tune_trials, timeout=max(per_fw, 1.0),
+            tune_fn(wl, frameworks=[fw], trials=plan.tune_trials, time_budget_s=max(per_fw, 1.0),
                     storage=store.storage_url, seed=0, compare_preset=False, progress=False,
                     pool=pool)
         except Exception as exc:  # noqa: BLE001 - a failed tune must not lose the study

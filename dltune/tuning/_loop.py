@@ -86,13 +86,14 @@ def run_trials(
     target: int,
     *,
     storage: Any,
-    timeout: float | None = None,
+    time_budget_s: float | None = None,
     on_trial: Callable[[Any], None] | None = None,
     poll_s: float = 1.0,
     max_consecutive_failures: int = 5,
     max_runs: int | None = None,
 ) -> int:
-    """Run trials until the study holds ``target`` COMPLETE trials (or ``timeout`` passes).
+    """Run trials until the study holds ``target`` COMPLETE trials (or ``time_budget_s`` seconds
+    pass: no trial starts after).
 
     ``max_runs`` bounds the trials this process runs (pruned ones count), so a pruner that
     stops nearly everything cannot keep the loop going forever; reaching it warns.
@@ -100,7 +101,7 @@ def run_trials(
     """
     from optuna.trial import TrialState
 
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
     ran = failures = 0
     last_reason = ""
     while deadline is None or time.monotonic() < deadline:

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dltune._errors import ParameterError
-from dltune.config import TrainConfig
+from dltune.config import (  # check_constraints: re-exported, the rule recommend follows too
+    CONSTRAINTS,
+    TrainConfig,
+    check_constraints,
+    check_objective,
+)
 from dltune.measure import Measurement
 from dltune.measure._codec import decode_record, set_record
 from dltune.tuning._space import SearchSpace
@@ -26,12 +31,11 @@ TUNE_OBJECTIVES: dict[str, tuple[str, str, str]] = {
 }
 _ALIASES = {"time": "train_time", "memory": "peak_memory"}
 
-# constraint name -> (metric, sign): feasible when sign * (metric - bound) <= 0
-TUNE_CONSTRAINTS: dict[str, tuple[str, int]] = {
-    "max_train_time_s": ("train_time_s", 1),
-    "max_memory_mb": ("peak_rss_mb", 1),
-    "min_accuracy": ("test_accuracy", -1),
-}
+# Each constraint key of dltune.config.CONSTRAINTS (recommend's too) -> (metric, sign):
+# feasible when sign * (metric - bound) <= 0.
+_BOUNDED_METRIC = {"max_train_time_s": ("train_time_s", 1), "max_memory_mb": ("peak_rss_mb", 1),
+                   "min_accuracy": ("test_accuracy", -1)}
+TUNE_CONSTRAINTS: dict[str, tuple[str, int]] = {key: _BOUNDED_METRIC[key] for key in CONSTRAINTS}
 
 
 @dataclass(frozen=True)
@@ -43,31 +47,19 @@ class Objective:
 
 
 def check_objectives(objectives: str | Sequence[str]) -> list[Objective]:
-    """Objective names -> :class:`Objective` list; ``both`` means accuracy and training time."""
+    """Objective names -> :class:`Objective` list; ``balanced`` means accuracy and training
+    time, an old name (``both``) is refused with a pointer (:func:`dltune.config.check_objective`)."""
     if isinstance(objectives, str):
-        objectives = ["accuracy", "train_time"] if objectives == "both" else [objectives]
+        if objectives not in TUNE_OBJECTIVES and objectives not in _ALIASES:
+            check_objective(objectives)  # 'balanced', else refused (an old name with a pointer)
+        objectives = ["accuracy", "train_time"] if objectives == "balanced" else [objectives]
     names = [_ALIASES.get(o, o) for o in objectives]
     if not names or len(set(names)) != len(names) or any(n not in TUNE_OBJECTIVES for n in names):
         raise ParameterError(
-            "The 'objectives' parameter must be distinct names from "
-            f"{{{', '.join(TUNE_OBJECTIVES)}}} (or 'both'). Got {list(objectives)!r} instead."
+            "The 'objective' parameter must be 'balanced' or distinct names from "
+            f"{{{', '.join(TUNE_OBJECTIVES)}}}. Got {list(objectives)!r} instead."
         )
     return [Objective(n, *TUNE_OBJECTIVES[n]) for n in names]
-
-
-def check_constraints(constraints: Mapping[str, float] | None) -> dict[str, float]:
-    """Validate ``{"max_train_time_s": 10, "max_memory_mb": 2000, "min_accuracy": 0.9}``."""
-    from dltune._validation import check_float
-
-    out: dict[str, float] = {}
-    for name, bound in dict(constraints or {}).items():
-        if name not in TUNE_CONSTRAINTS:
-            raise ParameterError(
-                f"Unknown constraint {name!r}. Known constraints: {', '.join(TUNE_CONSTRAINTS)}."
-            )
-        high = 1.0 if name == "min_accuracy" else None
-        out[name] = check_float(name, bound, 0.0, high, low_open=name != "min_accuracy")
-    return out
 
 
 def constraint_values(metrics: Mapping[str, Any], constraints: Mapping[str, float]) -> list[float]:

@@ -41,18 +41,10 @@ __all__ = [
     "default_storage_url",
     "mask_url",
     "open_storage",
-    "quiet_optuna",
     "require_database",
     "reservation_lock",
     "sqlite_path",
 ]
-
-
-def quiet_optuna() -> None:
-    """Optuna's per-trial INFO lines off: the commands draw progress bars and tables instead."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 # -- the reservation lock --------------------------------------------------------------------

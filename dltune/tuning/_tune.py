@@ -6,12 +6,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._log import quiet_optuna
 from dltune._validation import check_bool, check_float, check_int
 from dltune.config import TrainConfig, usable_cores
 from dltune.tuning._objective import check_constraints, check_objectives
 from dltune.tuning._result import StudyResult, TuneResult, summarise_trial
 from dltune.tuning._space import SearchSpace, as_space
-from dltune.tuning._storage import default_storage_url, mask_url, open_storage
+from dltune.tuning._storage import mask_url, open_storage
 from dltune.tuning._study import (
     StudySpec,
     build_pruner,
@@ -28,10 +29,17 @@ from dltune.tuning._worker import _run_here, _run_workers
 __all__ = ["tune"]
 
 
-def _frameworks(frameworks: str | Iterable[str]) -> list[str]:
+def _frameworks(frameworks: str | Iterable[str] | None) -> list[str]:
     from dltune._bench import interpreter_for
-    from dltune.backends._registry import BACKENDS
+    from dltune.backends._registry import BACKENDS, default_framework_names
 
+    if frameworks is None:
+        frameworks = default_framework_names()
+        if not frameworks:
+            from dltune._errors import BackendUnavailableError
+
+            raise BackendUnavailableError("No default framework (torch, tensorflow) is installed "
+                                          "here: name the frameworks to tune.")
     names = [f.strip() for f in frameworks.split(",")] if isinstance(frameworks, str) else list(frameworks)
     if not names or len(set(names)) != len(names):
         raise ParameterError(
@@ -127,16 +135,16 @@ def _study_result(study: Any, spec: StudySpec) -> StudyResult:
 
 def tune(
     workload: Any,
-    frameworks: str | Sequence[str] = ("torch",),
+    frameworks: str | Sequence[str] | None = None,
     hardware: Any = None,
     space: Any = None,
-    n_trials: int = 20,
-    timeout: float | None = None,
-    objectives: str | Sequence[str] = ("accuracy", "train_time"),
+    trials: int = 20,
+    time_budget_s: float | None = None,
+    objective: str | Sequence[str] = "balanced",
     constraints: Mapping[str, float] | None = None,
     sampler: Any = "tpe",
     pruner: Any = None,
-    storage: str | None = None,
+    storage: str | None = "default",
     seed: int | None = None,
     *,
     model: str | None = None,
@@ -149,30 +157,36 @@ def tune(
     base: TrainConfig | None = None,
     progress: bool = False,
     pool: Any = None,
+    **renamed: Any,
 ) -> TuneResult:
     """Search configurations per framework with real training runs; return the Pareto fronts.
 
     One Optuna study per workload x framework x hardware target, named
     ``dltune:<data>-<model>:<framework>:<target>``; calling again with the same arguments
-    resumes it and adds only the trials still missing, until ``n_trials`` are COMPLETE.
+    resumes it and adds only the trials still missing, until ``trials`` are COMPLETE.
 
     Args:
         workload: a :class:`~dltune.Workload`, a data set name, four arrays ``(x_train,
             y_train, x_test, y_test)`` or a pair ``(x, y)`` (:func:`~dltune.data.holdout_split`).
-        frameworks: backend names (a list or ``"torch,tensorflow"``).
+        frameworks: backend names (a list or ``"torch,tensorflow"``); None: the maintained
+            frameworks installed here (:func:`dltune.backends.default_framework_names`).
         hardware: None (this machine), a core count (a CPU-subset target), or this machine's
             :class:`~dltune.Hardware`.
         space: a :class:`SearchSpace`, a mapping, or a YAML / JSON file; defaults otherwise.
-        n_trials: COMPLETE trials each study must hold when tune returns.
-        timeout: seconds after which no new trial starts (per framework).
-        objectives: ``accuracy``, ``train_time``, ``peak_memory`` (any of them) or ``both``;
-            more than one gives a multi-objective study and a Pareto front.
-        constraints: ``max_train_time_s``, ``max_memory_mb``, ``min_accuracy`` bounds, passed
-            to the sampler's constraint support; infeasible trials stay off the front.
+        trials: COMPLETE trials each study must hold when tune returns.
+        time_budget_s: seconds after which no new trial starts (per framework); a run is
+            killed after ``base.timeout_s``.
+        objective: ``accuracy``, ``time`` or ``balanced`` (accuracy and training time, a
+            Pareto front), as :data:`dltune.config.OBJECTIVES`; or a list of ``accuracy``,
+            ``train_time``, ``peak_memory`` (more than one: a multi-objective study).
+        constraints: ``max_train_time_s``, ``max_memory_mb``, ``min_accuracy`` bounds
+            (:data:`dltune.config.CONSTRAINTS`, as recommend takes them), passed to the
+            sampler's constraint support; infeasible trials stay off the front.
         sampler: ``tpe``, ``random``, ``nsga2`` or an Optuna sampler.
         pruner: None (median pruning on per-epoch accuracy when the only objective is
             accuracy), ``median``, ``none`` or an Optuna pruner.
-        storage: database URL; ``$DLTUNE_STORAGE`` or ``sqlite:///dltune.db`` by default.
+        storage: database URL; ``"default"``: ``$DLTUNE_STORAGE``, else
+            ``sqlite:///dltune.db`` in the working folder. A study needs one: None is refused.
         seed: seeds the sampler and the training runs (weights, batch order).
         model: model preset when ``workload`` is a name or arrays.
         workers: K > 1 starts K ``dltune worker`` processes per study (use PostgreSQL).
@@ -190,25 +204,31 @@ def tune(
         base: settings not searched (seed, timeout_s, lr schedule, ``device``...). With
             ``device="cuda"`` the study's target is ``<hardware target>+cuda`` and the preset
             runs on the GPU too.
-        progress: a progress bar per study on stderr.
+        progress: progress per study on stderr (:class:`dltune._log.Progress`).
     """
+    from dltune._bench import refuse_renamed
+    from dltune._storage_url import resolve_storage
     from dltune._workload import as_workload
 
-    check_int("n_trials", n_trials, 1, 100000)
+    refuse_renamed("tune", renamed)
+    check_int("trials", trials, 1, 100000)
     check_int("workers", workers, 1, 256)
     check_int("repeat_best", repeat_best, 0, 1000)
     check_bool("warm_start", warm_start)
     check_bool("compare_preset", compare_preset)
-    if timeout is not None:
-        check_float("timeout", timeout, 0.0, None, low_open=True)
+    if time_budget_s is not None:
+        check_float("time_budget_s", time_budget_s, 0.0, None, low_open=True)
     if seed is not None:
         check_int("seed", seed, 0, 2**31 - 1)
     if preset_epochs is not None:
         check_int("preset_epochs", preset_epochs, 1, 10000)
-    objs = check_objectives(objectives)
+    objs = check_objectives(objective)
     cons = check_constraints(constraints)
     names = _frameworks(frameworks)
-    url = storage or default_storage_url()
+    url = resolve_storage(storage)
+    if url is None:
+        raise ParameterError("The 'storage' parameter of tune() must be a database URL or "
+                             "'default': its studies live there. Got None instead.")
     wl = as_workload(workload, model)
     # Resolved before any study is made: a preset that cannot be resolved stops the call before any
     # trial, not after the search.
@@ -241,6 +261,7 @@ def tune(
     # Checked before the storage is opened: a wrong name must not leave a new database behind.
     check_sampler(sampler)
     check_pruner(pruner)
+    quiet_optuna()
     storage_obj = open_storage(url)
     if pool is None:
         from dltune.runtime import WorkerPool
@@ -250,12 +271,13 @@ def tune(
     else:
         own_pool = False
     results: dict[str, StudyResult] = {}
+    studies: dict[str, Any] = {}
     try:
         for fw in names:
             fw_space = full_space.without_knobs(fw)
             spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
-                             pruner_name, seed, n_trials)
+                             pruner_name, seed, trials)
             # The GPU is a hardware target of its own: its trials never share a study with the
             # same machine's CPU trials.
             target = hw.target if base.device == "cpu" else f"{hw.target}+{base.device}"
@@ -268,9 +290,9 @@ def tune(
             if queued:
                 _enqueue(study, fw_space, queued)
             if workers == 1:
-                _run_here(study, storage_obj, spec, n_trials, timeout, pool, progress)
+                _run_here(study, storage_obj, spec, trials, time_budget_s, pool, progress)
             else:
-                _run_workers(study, url, n_trials, workers, timeout, progress, fw)
+                _run_workers(study, url, trials, workers, time_budget_s, progress, fw)
             result = _study_result(study, spec)
             if compare_preset and result.pareto:
                 record, label = _measure_preset(study, wl, presets[fw], spec.base, pool)
@@ -278,8 +300,8 @@ def tune(
                 result.comparison = _compare(result, record, label)
             if repeat_best:
                 result.repeats = _repeat_best(study, wl, repeat_best, pool)
-            results[fw] = result
+            results[fw], studies[fw] = result, study
     finally:
         if own_pool:
             pool.close()
-    return TuneResult(storage=mask_url(url), studies=results)
+    return TuneResult(storage=mask_url(url), results=results, studies=studies)

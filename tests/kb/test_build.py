@@ -69,7 +69,7 @@ def test_an_all_cores_build_measures_each_configuration_with_every_usable_core(t
 
 
 def test_budget_stops_before_the_next_run(tmp_path):
-    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], budget_hours=1e-9)
+    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], time_budget_s=1e-6)
     assert result.stopped_by == "budget" and result.measured <= 1 < result.planned
 
 
@@ -124,9 +124,9 @@ def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny
 
     calls = []
     monkeypatch.setattr(calibrate, "build_kb", lambda *a, **kw: calls.append((a, kw)) or "result")
-    assert calibrate_machine(["numpy"], budget_hours=0.5) == "result"
+    assert calibrate_machine(["numpy"], time_budget_s=1800) == "result"
     [(args, kwargs)] = calls
-    assert args == ("calibration", calibration_dir(), ["numpy"], 0.5)
+    assert args == ("calibration", calibration_dir(), ["numpy"], 1800)
     assert kwargs["configs_per_pair"] == 4 and kwargs["repeats"] == 0 and kwargs["fresh"] == 0
     monkeypatch.undo()
     # The default folder is this machine's, under the cache, where fits look for records.
@@ -313,14 +313,14 @@ def test_a_folder_resumed_on_another_machine_keeps_both_machines(tmp_path, monke
     old_machine = {**first.to_dict(), "fingerprint": "0123456789ab", "target": "old-box"}
     (folder / "provenance.json").write_text(json.dumps({
         "machine": old_machine, "sessions": [{"command": "dltune kb build", "started_at": "x"}]}))
-    result = build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    result = build_kb("tiny", out=folder, frameworks=["numpy"], time_budget_s=1e-6)
     assert result.machines == 2
     provenance = json.loads((folder / "provenance.json").read_text())
     assert [m["fingerprint"] for m in provenance["machines"]] == ["0123456789ab", first.fingerprint]
     assert [s["machine"] for s in provenance["sessions"]] == ["0123456789ab", first.fingerprint]
     assert "machine" not in provenance
     # Resumed on the same machine again: no third entry.
-    build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    build_kb("tiny", out=folder, frameworks=["numpy"], time_budget_s=1e-6)
     provenance = json.loads((folder / "provenance.json").read_text())
     assert len(provenance["machines"]) == 2 and len(provenance["sessions"]) == 3
 
@@ -333,7 +333,7 @@ def test_a_session_measuring_some_frameworks_keeps_the_folders_others_in_the_pro
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "provenance.json").write_text(json.dumps({"frameworks": ["pytensor", "numpy"], "sessions": []}))
-    build_kb("tiny", out=folder, frameworks=["numpy"], budget_hours=1e-9)
+    build_kb("tiny", out=folder, frameworks=["numpy"], time_budget_s=1e-6)
     provenance = json.loads((folder / "provenance.json").read_text())
     assert provenance["frameworks"] == ["pytensor", "numpy"]
     assert provenance["planned_runs"] == len(machine_plan("tiny", ["pytensor", "numpy"], 24, 3, 3))

@@ -146,9 +146,13 @@ def test_config_key_is_stable_and_ignores_the_timeout():
 def test_bad_arguments_raise_clear_errors():
     from dltune.study import run_study
 
-    with pytest.raises(ParameterError, match="'budget_minutes' parameter must be a float"):
-        run_study("digits", budget_minutes=0)
+    with pytest.raises(ParameterError, match="'time_budget_s' parameter must be a float"):
+        run_study("digits", time_budget_s=0)
     with pytest.raises(ParameterError, match="'frameworks' parameter must be 'all' or a subset"):
-        run_study("digits", frameworks="torch,caffe", budget_minutes=1)
+        run_study("digits", frameworks="torch,caffe", time_budget_s=60)
     with pytest.raises(ParameterError, match="'max_epochs' parameter must be an int"):
-        run_study("digits", epoch_cap=0, budget_minutes=1)
+        run_study("digits", epoch_cap=0, time_budget_s=60)
+    with pytest.raises(ParameterError, match="'budget_minutes' parameter of run_study\\(\\) is now 'time_budget_s'"):
+        run_study("digits", budget_minutes=20)
+    with pytest.raises(ParameterError, match="'storage' parameter of run_study\\(\\) must be a database URL"):
+        run_study("digits", storage=None)

@@ -25,8 +25,8 @@ def storage(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first(storage):
-    return run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-                     epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
+    return run_study("digits", model="mlp", frameworks="numpy", time_budget_s=600, storage=storage,
+                     epoch_cap=1, tune=tune, trials=2, dataset_params=DATA, progress=False)
 
 
 def test_every_phase_is_measured_and_stored(first, storage):
@@ -52,8 +52,8 @@ def test_every_phase_is_measured_and_stored(first, storage):
 
 
 def test_a_second_call_resumes_without_measuring_again(first, storage):
-    again = run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-                      epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
+    again = run_study("digits", model="mlp", frameworks="numpy", time_budget_s=600, storage=storage,
+                      epoch_cap=1, tune=tune, trials=2, dataset_params=DATA, progress=False)
     assert again.ran == 0
     assert again.resumed == len(first.plan.runs)
     assert len(again.records) == len(first.records)
@@ -72,15 +72,15 @@ def test_a_resumed_study_sizes_its_runs_by_the_stored_ones(first, storage, monke
         return observe(self, config, wall, *args, **kwargs)
 
     monkeypatch.setattr(CostModel, "observe", seen)
-    run_study("digits", model="mlp", frameworks="numpy", budget_minutes=10, storage=storage,
-              epoch_cap=1, tune=tune, tune_trials=2, dataset_params=DATA, progress=False)
+    run_study("digits", model="mlp", frameworks="numpy", time_budget_s=600, storage=storage,
+              epoch_cap=1, tune=tune, trials=2, dataset_params=DATA, progress=False)
     assert len(walls) == len(first.plan.runs) and all(w > 0 for w in walls)
 
 
 def test_cli_writes_records_and_a_report_from_the_real_study(first, storage, tmp_path, cli):
     out = tmp_path / "out"
     proc = cli("study", "--workload", "digits", "--model", "mlp", "--frameworks", "numpy",
-               "--data", "n_train=200", "--data", "n_test=60", "--budget-minutes", "10",
+               "--data", "n_train=200", "--data", "n_test=60", "--time-budget", "10m",
                "--max-epochs", "1", "--no-tune", "--quiet", "--storage", storage, "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "0 runs measured" in proc.stdout and f"report in {out / 'report.html'}" in proc.stdout
@@ -104,7 +104,7 @@ def test_cli_writes_records_and_a_report_from_the_real_study(first, storage, tmp
 
 
 def test_cli_errors_are_one_line(cli, tmp_path):
-    proc = cli("study", "--workload", "digits", "--frameworks", "caffe", "--budget-minutes", "1")
+    proc = cli("study", "--workload", "digits", "--frameworks", "caffe", "--time-budget", "1m")
     assert proc.returncode == 2
     assert "'frameworks' parameter must be 'all' or a subset" in proc.stderr
     proc = cli("report", "--storage", f"sqlite:///{tmp_path / 'none.db'}")
@@ -126,7 +126,7 @@ def test_nothing_is_written_before_every_argument_is_checked(tmp_path, kwargs, s
     """The --out folder was made, and the storage opened, before the frameworks, the workload
     or the storage were refused."""
     (tmp_path / "text.db").write_text("not a database\n")
-    args = {"workload": "digits", "model": "mlp", "frameworks": "numpy", "budget_minutes": 0.1,
+    args = {"workload": "digits", "model": "mlp", "frameworks": "numpy", "time_budget_s": 6,
             "storage": "sqlite:///{tmp}/s.db", "out": "{tmp}/out", "tune": False, "progress": False,
             **kwargs}
     args = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in args.items()}

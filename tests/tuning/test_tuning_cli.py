@@ -52,7 +52,7 @@ def test_tune_json_reports_front_best_and_preset_comparison(tuned_db):
 def test_worker_joins_and_tops_up_an_existing_study(tuned_db, cli):
     url, report = tuned_db
     name = report["studies"]["numpy"]["study_name"]
-    done = cli("worker", "--study", name, "--n-trials", "3", "--json", env={"DLTUNE_STORAGE": url})
+    done = cli("worker", "--study", name, "--trials", "3", "--json", env={"DLTUNE_STORAGE": url})
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["ran"] == 1 and summary["counts"]["COMPLETE"] == 3
@@ -157,21 +157,21 @@ def test_tune_ends_with_the_recommend_command_that_picks_among_its_trials():
     from dltune.cli._tune import recommend_hint
 
     args = argparse.Namespace(workload="digits", model="mlp", data=["n_train=300", "n_test=150"],
-                              max_train_time=2.5, max_memory=None, min_accuracy=0.9,
+                              max_train_time_s=2.5, max_memory_mb=None, min_accuracy=0.9,
                               storage="postgresql://u:hunter22@127.0.0.1:5432/x", repeat_best=3)
     first, why = recommend_hint(args, ["torch", "tensorflow"]).splitlines()
     command = first.removeprefix("which configuration to use: ")
     assert command == ("dltune recommend --workload digits --model mlp --data n_train=300 --data n_test=150 "
-                       "--objective accuracy --frameworks torch,tensorflow --max-train-time 2.5 "
+                       "--objective accuracy --frameworks torch,tensorflow --max-train-time-s 2.5 "
                        "--min-accuracy 0.9 --storage 'postgresql://u:***@127.0.0.1:5432/x'")
     assert "hunter22" not in first and "these trials and their repeats" in why and "luck" in why
     argv = shlex.split(command)[1:]
     parsed = build_parser(argv).parse_args(argv)
-    assert (parsed.command, parsed.model, parsed.objective, parsed.max_train_time, parsed.min_accuracy,
+    assert (parsed.command, parsed.model, parsed.objective, parsed.max_train_time_s, parsed.min_accuracy,
             parsed.frameworks, parsed.data) == ("recommend", "mlp", "accuracy", 2.5, 0.9,
                                                 "torch,tensorflow", ["n_train=300", "n_test=150"])
     # Without a storage given, recommend reads the same default storage tune wrote to.
-    args.storage, args.repeat_best = None, 0
+    args.storage, args.repeat_best = "default", 0
     assert "--storage" not in recommend_hint(args, ["torch"])
     assert "their repeats" not in recommend_hint(args, ["torch"])
 

@@ -24,13 +24,13 @@ def test_three_workers_share_a_study_and_stop_at_exactly_the_target(
     from optuna.trial import TrialState
 
     # `dltune tune` creates the study (and runs its first trial); workers then join it.
-    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=1,
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=1,
                storage=postgres_url, seed=3, compare_preset=False)["numpy"]
     env = {**os.environ, "DLTUNE_STORAGE": postgres_url}  # the password stays out of argv
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "dltune.cli", "worker", "--study", res.study_name,
-             "--n-trials", "7", "--seed-offset", str(i), "--json"],
+             "--trials", "7", "--seed-offset", str(i), "--json"],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for i in range(3)

@@ -44,10 +44,10 @@ def test_a_preset_that_cannot_be_resolved_refuses_the_call_before_any_trial(
     monkeypatch.setattr(_tune, "preset_for", no_preset)
     db = tmp_path / "t.db"
     with pytest.raises(ParameterError, match="'frameworks' parameter names 'numpy'"):
-        tune(colour_workload, frameworks="numpy", n_trials=1, storage=f"sqlite:///{db}", seed=0)
+        tune(colour_workload, frameworks="numpy", trials=1, storage=f"sqlite:///{db}", seed=0)
     assert not db.exists()  # no study made, no trial run
     # Without the comparison no preset is needed.
     monkeypatch.setattr(_tune, "_run_here", lambda *args: 0)
-    result = tune(colour_workload, frameworks="numpy", n_trials=1, storage=f"sqlite:///{db}",
+    result = tune(colour_workload, frameworks="numpy", trials=1, storage=f"sqlite:///{db}",
                   seed=0, compare_preset=False)
     assert result["numpy"].preset is None and result["numpy"].comparison is None

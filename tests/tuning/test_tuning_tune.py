@@ -28,7 +28,7 @@ def test_small_real_tune_resume_and_failed_run(tiny_workload, cheap_space, tmp_p
     from dltune.hardware import Hardware
 
     url = f"sqlite:///{tmp_path}/t.db"
-    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=3,
+    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, trials=3,
                   storage=url, seed=0, preset_epochs=2)
     res = result["numpy"]
     hw = Hardware.detect()
@@ -61,7 +61,7 @@ def test_small_real_tune_resume_and_failed_run(tiny_workload, cheap_space, tmp_p
     # a run that crashes becomes a FAIL trial with its reason; the study goes on
     monkeypatch.setenv("DLTUNE_ENABLE_FAULTS", "1")
     study.enqueue_trial({}, user_attrs={"fault": "segfault"})
-    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=5,
+    result = tune(tiny_workload, frameworks=["numpy"], space=cheap_space, trials=5,
                   storage=url, seed=0, preset_epochs=2)
     trials = _study(url, res.study_name).trials
     assert [t.params for t in trials[:3]] == first_params  # resumed, not restarted
@@ -75,7 +75,7 @@ def test_small_real_tune_resume_and_failed_run(tiny_workload, cheap_space, tmp_p
     assert result["numpy"].preset.id == preset_id  # the preset was not measured again
 
     # the same call again adds nothing: the target is met
-    tune(tiny_workload, frameworks=["numpy"], space=cheap_space, n_trials=5, storage=url,
+    tune(tiny_workload, frameworks=["numpy"], space=cheap_space, trials=5, storage=url,
          seed=0, compare_preset=False)
     assert len(_study(url, res.study_name).trials) == 6
 
@@ -84,8 +84,8 @@ def test_small_real_tune_resume_and_failed_run(tiny_workload, cheap_space, tmp_p
 def test_single_objective_with_constraints_pruner_and_enqueue(tiny_workload, cheap_space, tmp_path):
     url = f"sqlite:///{tmp_path}/s.db"
     first = TrainConfig(optimizer="momentum", learning_rate=0.05, momentum=0.8, batch_size=32, epochs=2)
-    result = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url,
-                  objectives="accuracy", constraints={"max_train_time_s": 600.0}, seed=1,
+    result = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=3, storage=url,
+                  objective="accuracy", constraints={"max_train_time_s": 600.0}, seed=1,
                   enqueue=[first], compare_preset=False)
     res = result["numpy"]
     assert res.study_name.endswith(":accuracy")
@@ -103,11 +103,11 @@ def test_single_objective_with_constraints_pruner_and_enqueue(tiny_workload, che
 
 def test_tune_rejects_bad_arguments(tiny_workload, tmp_path):
     url = f"sqlite:///{tmp_path}/e.db"
-    with pytest.raises(ParameterError, match="'n_trials' parameter must be an int in"):
-        tune(tiny_workload, frameworks="numpy", n_trials=0, storage=url)
-    with pytest.raises(ParameterError, match="'objectives' parameter must be distinct names"):
-        tune(tiny_workload, frameworks="numpy", objectives=("accuracy", "speed"), storage=url)
-    with pytest.raises(ParameterError, match="Unknown constraint 'max_time'"):
+    with pytest.raises(ParameterError, match="'trials' parameter must be an int in"):
+        tune(tiny_workload, frameworks="numpy", trials=0, storage=url)
+    with pytest.raises(ParameterError, match="'objective' parameter must be 'balanced' or distinct"):
+        tune(tiny_workload, frameworks="numpy", objective=("accuracy", "speed"), storage=url)
+    with pytest.raises(ParameterError, match="'constraints' parameter must be one of .* Got 'max_time'"):
         tune(tiny_workload, frameworks="numpy", constraints={"max_time": 3}, storage=url)
     with pytest.raises(ParameterError, match="'frameworks' parameter must hold names from"):
         tune(tiny_workload, frameworks="caffe", storage=url)
@@ -121,14 +121,15 @@ def test_tune_rejects_bad_arguments(tiny_workload, tmp_path):
 
 
 @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), float("inf")])
-def test_a_worker_refuses_a_timeout_tune_refuses(tmp_path, timeout):
-    """run_worker took any timeout (tune's check was its own)."""
+def test_a_worker_refuses_a_time_budget_tune_refuses(tmp_path, timeout):
+    """run_worker took any time budget (tune's check was its own)."""
     from dltune.tuning import run_worker
 
-    with pytest.raises(ParameterError, match="The 'timeout' parameter must be a float in \\(0.0, inf\\)"):
-        tune("digits", frameworks="numpy", timeout=timeout, storage=f"sqlite:///{tmp_path}/t.db")
-    with pytest.raises(ParameterError, match="The 'timeout' parameter must be a float in \\(0.0, inf\\)"):
-        run_worker("any", f"sqlite:///{tmp_path}/missing.db", timeout=timeout)
+    match = "The 'time_budget_s' parameter must be a float in \\(0.0, inf\\)"
+    with pytest.raises(ParameterError, match=match):
+        tune("digits", frameworks="numpy", time_budget_s=timeout, storage=f"sqlite:///{tmp_path}/t.db")
+    with pytest.raises(ParameterError, match=match):
+        run_worker("any", f"sqlite:///{tmp_path}/missing.db", time_budget_s=timeout)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -138,7 +139,7 @@ from dltune import Workload, tune
 from dltune.tuning import SearchSpace
 space = SearchSpace.from_dict({space!r}, cores=1)
 tune(Workload.from_name("digits", "mlp", n_train=300, n_test=150), frameworks="numpy",
-     space=space, n_trials=3, storage={url!r}, seed=0, compare_preset=False)
+     space=space, trials=3, storage={url!r}, seed=0, compare_preset=False)
 """
 
 
@@ -152,7 +153,7 @@ def test_sigkill_mid_trial_leaves_no_trial_running_and_next_run_completes(
     monkeypatch.setenv("DLTUNE_HEARTBEAT_S", "1")
     monkeypatch.setenv("DLTUNE_GRACE_S", "2")
     url = f"sqlite:///{tmp_path}/k.db"
-    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=1, storage=url,
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=1, storage=url,
                seed=0, compare_preset=False)["numpy"]
     study = _study(url, res.study_name)
     # the next trial this study hands out hangs in its worker (test hook), so it is surely
@@ -188,7 +189,7 @@ def test_sigkill_mid_trial_leaves_no_trial_running_and_next_run_completes(
     assert len(killed) == 1  # as the kill left it
 
     monkeypatch.delenv("DLTUNE_ENABLE_FAULTS", raising=False)
-    tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url, seed=0,
+    tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=3, storage=url, seed=0,
          compare_preset=False)
     trials = _study(url, res.study_name).trials
     states = [t.state for t in trials]
@@ -219,7 +220,7 @@ def test_warm_start_enqueues_what_recommend_proposes(tiny_workload, cheap_space,
     # recommend() needs the shipped knowledge base; this test checks tune's side of the wiring
     monkeypatch.setattr(dltune.recommend, "recommend", fake_recommend)
     url = f"sqlite:///{tmp_path}/w.db"
-    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=2, storage=url,
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=2, storage=url,
                seed=0, warm_start=True, compare_preset=False)["numpy"]
     assert calls and calls[0][0] is tiny_workload and calls[0][2] == ["numpy"]
     assert calls[0][3] == url  # fitted on the records of the storage the tune works in
@@ -239,7 +240,7 @@ def test_the_tuning_process_imports_no_framework(tmp_path):
         from dltune.tuning import SearchSpace
         space = SearchSpace(cores=1).fix(epochs=1, batch_size=64, optimizer="sgd")
         tune(Workload.from_name("digits", "mlp", n_train=200, n_test=100), frameworks="numpy",
-             space=space, n_trials=1, storage="sqlite:///{tmp_path}/f.db", seed=0)
+             space=space, trials=1, storage="sqlite:///{tmp_path}/f.db", seed=0)
         heavy = {{"torch", "tensorflow", "keras", "mxnet", "theano", "pytensor"}}
         print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
     """)
@@ -259,7 +260,7 @@ def test_pruned_trials_keep_partial_records_and_cannot_loop_forever(tiny_workloa
     always = optuna.pruners.ThresholdPruner(lower=1.1)  # no accuracy reaches 1.1: prune all
     with pytest.warns(UserWarning, match="without reaching 1 complete ones"):
         res = tune(tiny_workload, frameworks="numpy", space=cheap_space.fix(epochs=3),
-                   n_trials=1, storage=url, objectives="accuracy", pruner=always, seed=0)["numpy"]
+                   trials=1, storage=url, objective="accuracy", pruner=always, seed=0)["numpy"]
     trials = _study(url, res.study_name).trials
     assert len(trials) == max_runs_for(1)
     assert all(t.state == TrialState.PRUNED for t in trials)
@@ -274,7 +275,7 @@ def test_same_seed_proposes_the_same_configurations(tiny_workload, cheap_space, 
     params = []
     for run in ("a", "b"):
         url = f"sqlite:///{tmp_path}/{run}.db"
-        res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=3, storage=url,
+        res = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=3, storage=url,
                    seed=11, compare_preset=False)["numpy"]
         params.append([t.params for t in _study(url, res.study_name).trials])
     assert params[0] == params[1] and len(params[0]) == 3
@@ -292,7 +293,7 @@ def test_a_gpu_tune_is_a_study_of_its_own_and_its_trials_run_there(tiny_workload
 
     url = f"sqlite:///{tmp_path}/gpu.db"
     with pytest.raises(TooManyFailuresError, match="The numpy backend runs on the CPU only"):
-        tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=2, storage=url,
+        tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=2, storage=url,
              seed=0, base=TrainConfig(device="cuda"), compare_preset=False)
     [summary] = optuna.get_all_study_summaries(url)
     assert summary.study_name.endswith(f":numpy:{Hardware.detect().target}+cuda")
@@ -311,7 +312,7 @@ def test_repeat_best_measures_the_most_accurate_trials_again_once(tiny_workload,
     from dltune.surrogate._seed_noise import measured_key
 
     url = f"sqlite:///{tmp_path}/r.db"
-    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=4, storage=url,
+    res = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=4, storage=url,
                seed=0, compare_preset=False, repeat_best=3)["numpy"]
     study = _study(url, res.study_name)
     complete = sorted(study.get_trials(states=(TrialState.COMPLETE,)),
@@ -327,7 +328,7 @@ def test_repeat_best_measures_the_most_accurate_trials_again_once(tiny_workload,
         ids.append(stored.id)
     assert res.repeat_summary()["pairs"] == 3 and res.repeat_summary()["seed_noise_pts"] is not None
 
-    again = tune(tiny_workload, frameworks="numpy", space=cheap_space, n_trials=4, storage=url,
+    again = tune(tiny_workload, frameworks="numpy", space=cheap_space, trials=4, storage=url,
                  seed=0, compare_preset=False, repeat_best=3)["numpy"]
     assert again.repeats == res.repeats and len(_study(url, res.study_name).trials) == 4
     assert [Measurement.from_dict(_study(url, res.study_name).user_attrs[f"repeat_measurement:{r['trial']}"]).id
@@ -340,3 +341,25 @@ def test_repeat_best_measures_the_most_accurate_trials_again_once(tiny_workload,
         entry = by_key[measured_key(trial.user_attrs["config"])]
         assert entry["runs"] == 2
         assert entry["accuracy"] == pytest.approx((row["accuracy"] + row["accuracy_again"]) / 2)
+
+
+@pytest.mark.parametrize(("old", "new"), [({"n_trials": 3}, "'trials'"), ({"timeout": 60.0}, "'time_budget_s'"),
+                                          ({"objectives": "accuracy"}, "'objective'")])
+def test_tune_refuses_a_renamed_keyword_with_its_new_name(tmp_path, old, new):
+    with pytest.raises(ParameterError, match=f"parameter of tune\\(\\) is now {new}"):
+        tune("digits", frameworks="numpy", storage=f"sqlite:///{tmp_path}/t.db", **old)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'trails'"):
+        tune("digits", frameworks="numpy", trails=3)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tune_speaks_the_shared_vocabulary(tmp_path):
+    """Old objective and constraint names get a pointer; a study needs a storage."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    with pytest.raises(ParameterError, match="no longer accepts 'both': use 'balanced'"):
+        tune("digits", frameworks="numpy", objective="both", storage=url)
+    with pytest.raises(ParameterError, match="no longer accepts 'max_memory': use 'max_memory_mb'"):
+        tune("digits", frameworks="numpy", constraints={"max_memory": 100}, storage=url)
+    with pytest.raises(ParameterError, match="'storage' parameter of tune\\(\\) must be a database URL"):
+        tune("digits", frameworks="numpy", storage=None)
+    assert list(tmp_path.iterdir()) == []
