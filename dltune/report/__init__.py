@@ -1,4 +1,5 @@
-"""The study report: tables, figures and findings as HTML (self-contained) or Markdown + PNGs."""
+"""The report: tables, figures and findings from every kind of record (study, bench, tune, the
+knowledge base), as HTML (self-contained) or Markdown + PNGs."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dltune.report._data import BENCH_PHASE, OUTSIDE_STUDY, REPEAT_PHASE, TUNE_PRESET_PHASE
 from dltune.report._model import Finding, Table, fmt_mb, fmt_num, fmt_pct, fmt_s, fmt_x
 from dltune.report._reference import published_figures
 
@@ -15,6 +16,8 @@ RESOURCES = ("train_time_s", "cpu_pct", "peak_mb", "accuracy_pct")
 _RESOURCE_NAMES = {"train_time_s": "train time", "cpu_pct": "CPU %", "peak_mb": "peak memory",
                    "accuracy_pct": "accuracy"}
 _SWEEPS = {"batch_size": "batch size", "learning_rate": "learning rate", "epochs": "epochs"}
+#: The data sets the original study published figures for, and their names in its table.
+PUBLISHED = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
 
 
 def _finite(x: Any) -> bool:
@@ -24,10 +27,13 @@ def _finite(x: Any) -> bool:
 class Analysis:
     """The study's views of one DataFrame of records (see ``records_frame``)."""
 
-    def __init__(self, frame, dataset_kind: str = "mnist") -> None:
+    def __init__(self, frame, dataset_kind: str = "mnist", dataset: str | None = None) -> None:
         self.df = frame
         self.ok = frame[frame["ok"]]
         self.dataset_kind = dataset_kind
+        # The published figures stand beside the same data set only, never beside another.
+        self.dataset = dataset_kind if dataset is None else dataset
+        self.published = published_figures(self.dataset) if self.dataset in PUBLISHED else {}
         self.has_phases = bool(frame["phases"].map(len).sum())
         self.frameworks = sorted(self.ok["framework"].unique())
 
@@ -41,18 +47,24 @@ class Analysis:
     def defaults(self):
         """One record per framework: the framework trained with its own default preset.
 
-        Without phases: a run of the framework's own preset unchanged (epochs may be capped),
-        of several the longest one with the framework's default threads.
+        The study's ``defaults`` phase; for a framework it has not measured, the preset tune
+        measured beside its trials or a bench run of the framework's own preset unchanged
+        (epochs may be capped): of several the longest one with the framework's default threads.
+        Without phases: every run of the framework's own preset unchanged, chosen so.
         """
-        rows = self.phase("defaults")
-        if rows.empty:
-            return rows.set_index("framework")
+        import pandas as pd
+
         if self.has_phases:
-            rows = rows.sort_values("started_at")
+            study = self.phase("defaults").sort_values("started_at")
+            rest = self.ok[~self.ok["framework"].isin(set(study["framework"]))]
+            rest = rest[rest["phases"].map(lambda p: TUNE_PRESET_PHASE in p or BENCH_PHASE in p)]
         else:
-            rows = rows[rows.apply(self._is_own_defaults, axis=1).astype(bool)]
-            rows = rows.assign(_dt=rows["threads"] == "default").sort_values(
+            study, rest = self.ok.iloc[:0], self.ok
+        if not rest.empty:
+            rest = rest[rest.apply(self._is_own_defaults, axis=1).astype(bool)]
+            rest = rest.assign(_dt=rest["threads"] == "default").sort_values(
                 ["_dt", "epochs", "started_at"]).drop(columns="_dt")
+        rows = pd.concat([study, rest]) if not rest.empty else study
         return rows.groupby("framework").tail(1).set_index("framework").sort_index()
 
     def _is_own_defaults(self, row) -> bool:
@@ -72,7 +84,7 @@ class Analysis:
         from dltune.study import preset_config
 
         d = self.defaults()
-        pub = published_figures(self.dataset_kind)
+        pub = self.published
         rows = []
         for fw in sorted(set(d.index) | set(pub)):
             p = pub.get(fw, {})
@@ -92,19 +104,20 @@ class Analysis:
                 measured = ["–"] * 9
             published = [fmt_s(p.get("train_time_cpu_s")), fmt_s(p.get("test_time_cpu_s")),
                          fmt_pct(p.get("accuracy_cpu_pct")), fmt_s(p.get("train_time_gpu_s")),
-                         fmt_pct(p.get("accuracy_gpu_pct"))]
+                         fmt_pct(p.get("accuracy_gpu_pct"))] if pub else []
             rows.append([fw] + measured + published)
-        return Table(
-            "comparison", "Framework comparison: each framework with its own default settings",
-            ["framework", "preset", "batch", "lr", "epochs", "train s", "test s", "accuracy %",
-             "CPU %", "peak MB", "published CPU train s", "published CPU test s",
-             "published CPU acc %", "published GPU train s", "published GPU acc %"],
-            rows,
-            note=f"Published: the original study on {'MNIST' if self.dataset_kind == 'mnist' else 'CIFAR-10'} "
-                 "(Xeon E5-1620 3.6 GHz, GTX 1080 Ti), full-length runs of each framework's own network; "
-                 "measured: this workload on this machine. CPU % is the mean over training, in % of one "
-                 "core. Caffe cannot be installed from any registry; its preset is applied to the others.",
-        )
+        columns = ["framework", "preset", "batch", "lr", "epochs", "train s", "test s", "accuracy %",
+                   "CPU %", "peak MB"]
+        note = "CPU % is the mean over training, in % of one core."
+        if pub:
+            columns += ["published CPU train s", "published CPU test s", "published CPU acc %",
+                        "published GPU train s", "published GPU acc %"]
+            note = (f"Published: the original study on {PUBLISHED[self.dataset]} (Xeon E5-1620 3.6 GHz, "
+                    "GTX 1080 Ti), full-length runs of each framework's own network; measured: this "
+                    f"workload on this machine. {note} Caffe cannot be installed from any registry; "
+                    "its preset is applied to the others.")
+        return Table("comparison", "Framework comparison: each framework with its own default settings",
+                     columns, rows, note=note)
 
     def cross_matrix(self, metric: str):
         """Framework x preset pivot of ``metric`` from the cross-defaults phase."""
@@ -221,8 +234,7 @@ class Analysis:
         return data.loc[front]
 
     def pareto_table(self) -> Table:
-        rows = [[r["framework"], r["label"] if isinstance(r["label"], str) else _describe(r),
-                 fmt_pct(r["accuracy_pct"]),
+        rows = [[r["framework"], _configuration(r), fmt_pct(r["accuracy_pct"]),
                  fmt_s(r["train_time_s"])] for _, r in self.pareto().iterrows()]
         return Table("pareto", "Accuracy / training-time Pareto front across frameworks",
                      ["framework", "configuration", "accuracy %", "train s"], rows)
@@ -421,10 +433,18 @@ class Analysis:
         return out
 
 
+def _configuration(row) -> str:
+    """A study run's label (``torch with caffe defaults``); any other run's settings."""
+    if isinstance(row["label"], str) and not set(row["phases"]) & OUTSIDE_STUDY:
+        return row["label"]
+    again = f", again with seed {fmt_num(row['seed'])}" if REPEAT_PHASE in row["phases"] else ""
+    return _describe(row) + again
+
+
 def _describe(row) -> str:
     th = row["threads"]
     parts = [f"{row['optimizer']} lr {fmt_num(row['learning_rate'])}", f"batch {fmt_num(row['batch_size'])}",
-             f"{fmt_num(row['epochs'])} epochs"]
+             f"{fmt_num(row['epochs'])} epoch{'' if row['epochs'] == 1 else 's'}"]
     if th != "default":
         parts.append(th)
     return ", ".join(parts)

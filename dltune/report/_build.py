@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._validation import check_choice, check_out_file
+from dltune.backends._registry import BACKENDS, is_retired
 from dltune.measure._store import StudyRecord
 from dltune.report._analysis import Analysis
 from dltune.report._data import load_study_records, records_frame
 from dltune.report._figures import make_figures
-from dltune.report._model import Report, Section, Table
+from dltune.report._model import Figure, Finding, Report, Section, Table
+from dltune.report._runs import (
+    bench_findings,
+    bench_table,
+    kb_table,
+    load_note,
+    repeat_findings,
+    repeat_table,
+)
 
 __all__ = ["build_report", "write_report"]
 
@@ -43,7 +53,7 @@ def _meta(records: list[StudyRecord]) -> list[str]:
         lines.append("Framework versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
     phases = Counter(p for r in records for p in r.phases)
     ok = sum(m.ok for m in ms)
-    lines.append(f"{len(ms)} runs ({ok} ok, {len(ms) - ok} failed)" + (
+    lines.append(f"{len(ms)} run{'s' if len(ms) != 1 else ''} ({ok} ok, {len(ms) - ok} failed)" + (
         "; by phase: " + ", ".join(f"{k} {v}" for k, v in phases.items()) if phases else "") + ".")
     starts = sorted(m.started_at for m in ms if m.started_at)
     if starts:
@@ -63,62 +73,139 @@ def _cap_notes(a: Analysis) -> list[str]:
         except Exception:  # noqa: BLE001 - unknown preset: nothing to compare with
             continue
         if full > r["epochs"]:
-            notes.append(f"{fw}'s own preset ({r['preset']}) asks for {full} epochs; this study capped "
-                         f"it at {int(r['epochs'])} to fit its time budget.")
+            notes.append(f"{fw}'s own preset ({r['preset']}) asks for {full} epochs; it was measured "
+                         f"here with {int(r['epochs'])} (epochs capped).")
     if "mxnet" in set(a.ok["preset"].dropna()):
         notes.append("The 'mxnet' preset is MXNet's Gluon MNIST example defaults (SGD momentum 0.9, "
                      "lr 0.1, batch 100, 10 epochs); the original study published none for MXNet.")
     return notes
 
 
-def build_report(records: list[StudyRecord]) -> Report:
-    """Tables, figures and findings from ``records`` (one workload)."""
-    from dltune.data import dataset_kind
+# Each section the data may hold, by what it shows when it is missing ("Not measured: ...").
+_MISSING = {
+    "Framework comparison": "each framework with its own defaults",
+    "Benchmark runs": "benchmark runs",
+    "Every framework with every framework's defaults": "every framework with every framework's "
+                                                        "defaults",
+    "Hyper-parameter sweeps": "hyper-parameter sweeps",
+    "Threads and parallel libraries": "thread settings",
+    "Resource use": "resource use against hyper-parameters",
+    "Tuning": "tuning",
+}
 
-    if not records:
-        raise ParameterError("The 'records' parameter must hold at least one record. Got none.")
-    frame = records_frame(records)
-    spec = records[0].measurement.workload.get("model_spec") or {}
-    kind = dataset_kind(spec.get("input_shape", [1])[0])
-    a = Analysis(frame, kind)
-    if a.ok.empty:
-        raise ParameterError(f"None of the {len(records)} records is a successful run; nothing to report.")
+
+def _sections(a: Analysis, kb: list[dict[str, Any]]) -> list[Section]:
+    """The sections of one workload, each with what the data allows (perhaps nothing)."""
     figs = make_figures(a)
 
     def items(*things):
         return [t for t in things if t is not None]
 
-    def fig(name: str, missing: str):
-        return figs.get(name) or missing
-
-    sections = [
+    d = a.defaults()
+    return [
         Section("Framework comparison", items(
-            a.comparison_table(), *_cap_notes(a),
-            fig("train_time", "No defaults records."), fig("test_time", "No defaults records."),
-            fig("accuracy", "No defaults records."))),
+            a.comparison_table(), *_cap_notes(a), figs.get("train_time"), figs.get("test_time"),
+            figs.get("accuracy")) if not d.empty else []),
+        Section("Benchmark runs", items(bench_table(a))),
         Section("Every framework with every framework's defaults", items(
-            a.cross_table(), fig("cross_defaults", "No cross-defaults records."))),
+            a.cross_table(), figs.get("cross_defaults"))),
         Section("Hyper-parameter sweeps", items(
             a.sweep_table(),
-            a.sweep_points_table("batch_size"), fig("sweep_batch_size", "No batch-size sweep."),
-            a.sweep_points_table("learning_rate"), fig("sweep_learning_rate", "No learning-rate sweep."),
-            a.sweep_points_table("epochs"), fig("sweep_epochs", "No epochs sweep."))),
-        Section("Threads and parallel libraries", items(
-            a.threads_table(), fig("threads", "No thread-sweep records."))),
-        Section("Resource use", items(
-            fig("resources_batch_size", "No batch-size sweep."), a.correlation_table())),
-        Section("Accuracy / training-time trade-off", items(fig("pareto", "No records."), a.pareto_table())),
-        Section("Tuning", items(a.tuning_table(), fig("tuning", "No tuning trials in this source."))),
+            a.sweep_points_table("batch_size"), figs.get("sweep_batch_size"),
+            a.sweep_points_table("learning_rate"), figs.get("sweep_learning_rate"),
+            a.sweep_points_table("epochs"), figs.get("sweep_epochs"))),
+        Section("Threads and parallel libraries", items(a.threads_table(), figs.get("threads"))),
+        Section("Resource use", items(figs.get("resources_batch_size"), a.correlation_table())),
+        Section("Tuning", items(a.tuning_table(), figs.get("tuning"), repeat_table(a))),
+        Section("Knowledge base", items(kb_table(kb))),
+        Section("Accuracy / training-time trade-off", items(figs.get("pareto"), a.pareto_table())),
     ]
-    failed = frame[~frame["ok"]]
+
+
+def _analysis(records: list[StudyRecord]) -> Analysis:
+    from dltune.data import dataset_kind
+
+    w = records[0].measurement.workload
+    spec = w.get("model_spec") or {}
+    return Analysis(records_frame(records), dataset_kind(spec.get("input_shape", [1])[0]),
+                    w.get("dataset"))
+
+
+def _workload_part(records: list[StudyRecord], kb: list[dict[str, Any]]):
+    """One workload's meta lines, findings, sections (those with data) and what was not measured."""
+    a = _analysis(records)
+    sections, missing = [], []
+    if not a.ok.empty:
+        sections = [s for s in _sections(a, kb) if any(isinstance(i, (Table, Figure)) for i in s.items)]
+        shown = {s.title for s in sections}
+        missing = [what for title, what in _MISSING.items() if title not in shown]
+    failed = a.df[~a.df["ok"]]
     if not failed.empty:
         sections.append(Section("Failed runs", [Table(
             "failed", "Runs that did not finish (kept, never hidden)",
             ["framework", "configuration", "reason"],
             [[r["framework"], r["label"] or "", (r["error"] or r["status"])[:160]]
              for _, r in failed.iterrows()])]))
-    title = f"dltune study report: {records[0].measurement.workload.get('name')}"
-    return Report(title, _meta(records), a.findings(), sections)
+    meta = _meta(records)
+    note = load_note(a)
+    if note:
+        meta.append(note)
+    findings = a.findings() + bench_findings(a) + repeat_findings(a) if not a.ok.empty else []
+    return meta, findings, sections, missing
+
+
+def _prefixed(name: str, part):
+    """``part``'s titles, names and findings led by the workload's name (a report of several)."""
+    meta, findings, sections, missing = part
+    for section in sections:
+        section.title = f"{name}: {section.title}"
+        for item in section.items:
+            if isinstance(item, (Table, Figure)):
+                item.name = f"{name}-{item.name}"
+    for finding in findings:
+        finding.text = f"{name}: {finding.text}"
+    return meta, findings, sections, missing
+
+
+def build_report(records: list[StudyRecord], knowledge_base: bool = True) -> Report:
+    """Tables, figures and findings from ``records``, workload by workload; a section without
+    data is left out, and one line says what was not measured.
+
+    With ``knowledge_base``, the shipped knowledge base's runs of each workload are shown beside
+    (in a section of their own, named as measured elsewhere).
+    """
+    from dltune.report._data import kb_entries
+
+    if not records:
+        raise ParameterError("The 'records' parameter must hold at least one record. Got none.")
+    by_workload: dict[str, list[StudyRecord]] = {}
+    for r in sorted(records, key=lambda r: str(r.measurement.workload.get("name"))):
+        by_workload.setdefault(str(r.measurement.workload.get("name")), []).append(r)
+    if not any(r.measurement.ok for r in records):
+        raise ParameterError(f"None of the {len(records)} records is a successful run; nothing to report.")
+    usable = by_workload  # a workload whose runs all failed still lists them
+    kb = kb_entries([recs[0].measurement.workload for recs in usable.values()]) if knowledge_base else {}
+    meta: list[str] = []
+    findings: list[Finding] = []
+    sections: list[Section] = []
+    missing: list[str] = []
+    for name, recs in usable.items():
+        part = _workload_part(recs, kb.get(name, []))
+        if len(usable) > 1:
+            part = _prefixed(name, part)
+        meta += part[0]
+        findings += part[1]
+        sections += part[2]
+        if part[3]:
+            missing.append(("" if len(usable) == 1 else f"for {name}, ") + ", ".join(part[3]))
+    listed = {r.measurement.framework for r in records} | {
+        e["config"]["framework"] for entries in kb.values() for e in entries}
+    retired = sorted(fw for fw in listed if fw in BACKENDS and is_retired(fw))
+    if retired:
+        meta.append(f"Retired (no longer maintained), shown for comparison: {', '.join(retired)}.")
+    if missing:
+        meta.append("Not measured: " + "; ".join(missing) + " ('dltune study' measures every view).")
+    return Report(f"dltune report: {', '.join(usable)}", meta, findings, sections)
 
 
 def write_report(
@@ -128,7 +215,8 @@ def write_report(
     format: str | None = None,
     workload: str | None = None,
 ) -> Path:
-    """Load records, build the report and write it; returns the file written.
+    """Load records (:func:`load_study_records`: every workload, or ``workload`` only), build
+    the report and write it; returns the file written.
 
     ``format`` defaults to the suffix of ``out`` (``.md`` -> Markdown, else HTML). Markdown
     writes its PNGs into the same folder.

@@ -1,7 +1,14 @@
-"""The report's input: study records from a storage or a file, as one tidy DataFrame."""
+"""The report's input: every kind of record from a storage or a file, as one tidy DataFrame.
+
+A storage holds the study's records (their phases: ``defaults``, ``sweep:batch_size``, ...),
+``dltune bench``'s (phase ``bench``), ``dltune tune``'s trials (``tune``), the framework's own
+preset tune measured beside them (``tune_preset``) and its best trials measured again with
+another seed (``tune_repeat``). The shipped knowledge base is read for the same workload.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +16,15 @@ from dltune._errors import ParameterError
 from dltune._storage_url import default_storage_url, require_database
 from dltune.measure._store import StudyRecord
 
-__all__ = ["load_study_records", "records_frame", "thread_label"]
+__all__ = ["BENCH_PHASE", "OUTSIDE_STUDY", "REPEAT_PHASE", "TUNE_PHASE", "TUNE_PRESET_PHASE", "kb_entries",
+           "load_1m", "load_study_records", "records_frame", "thread_label"]
+
+BENCH_PHASE = "bench"
+TUNE_PHASE = "tune"
+TUNE_PRESET_PHASE = "tune_preset"
+REPEAT_PHASE = "tune_repeat"
+#: The phases of records measured outside a study; their labels name no configuration.
+OUTSIDE_STUDY = frozenset({BENCH_PHASE, TUNE_PHASE, TUNE_PRESET_PHASE, REPEAT_PHASE})
 
 
 def thread_label(threads: dict[str, Any] | None) -> str:
@@ -37,13 +52,9 @@ def _read_file(path: Path) -> list[StudyRecord]:
 def load_study_records(
     storage: str | None = None, records: str | Path | None = None, workload: str | None = None
 ) -> list[StudyRecord]:
-    """Records of one workload from a storage URL or a records file (not both).
-
-    ``workload`` may be the workload name (``digits-lenet``) or the data set name; it is needed
-    only when the source holds more than one workload.
+    """Every record from a storage URL or a records file (not both), of every workload or of
+    ``workload`` only (its name, ``digits-lenet``, or its data set's, ``digits``).
     """
-    from dltune.measure._store import load_storage_records
-
     if storage is not None and records is not None:
         raise ParameterError("Give either 'storage' or 'records', not both.")
     if records is not None:
@@ -51,22 +62,83 @@ def load_study_records(
         source = str(records)
     else:
         url = require_database(storage or default_storage_url(),
-                               "run 'dltune study' first, or pass --records")
-        recs = load_storage_records(url)
+                               "measure with 'dltune bench', 'dltune tune' or "
+                               "'dltune study' first, or pass --records")
+        recs = _storage_records(url)
         source = url
-    names = sorted({r.measurement.workload.get("name", "?") for r in recs})
     if workload is not None:
         recs = [r for r in recs if workload in (r.measurement.workload.get("name"),
                                                 r.measurement.workload.get("dataset"))]
-    elif len(names) > 1:
-        raise ParameterError(
-            f"The source holds several workloads ({', '.join(names)}); choose one with "
-            f"--workload. Got none."
-        )
     if not recs:
         wanted = f" for workload {workload!r}" if workload else ""
-        raise ParameterError(f"No records{wanted} in {source}. Run 'dltune study' first.")
+        raise ParameterError(f"No records{wanted} in {source}. Measure some first: 'dltune bench', "
+                             "'dltune tune' or 'dltune study'.")
     return recs
+
+
+def _storage_records(url: str) -> list[StudyRecord]:
+    """Every record in the storage at ``url``, each with the phases that say what measured it."""
+    from dltune.measure._codec import PRESET_PREFIX, REPEAT_PREFIX, STUDY_PREFIXES, decode_record
+    from dltune.measure._storage import open_storage
+    from dltune.measure._store import (
+        BENCH_PREFIX,
+        STUDY_PREFIX,
+        _optuna,
+        _study_records,
+        load_storage_records,
+    )
+
+    recs = load_storage_records(url)  # the study's and tune's trials; checks the URL
+    optuna = _optuna()
+    opened = open_storage(url, heartbeat=False)
+    for name in optuna.get_all_study_names(storage=opened):
+        study = optuna.load_study(study_name=name, storage=opened)
+        if name.startswith(BENCH_PREFIX):
+            recs += _study_records(study, BENCH_PHASE)
+            continue
+        if name.startswith(STUDY_PREFIX):
+            continue
+        attrs = study.user_attrs
+        for attr in sorted(attrs):
+            # A long record is stored in chunks under ``<name>.<i>`` with ``<name>.chunks``.
+            record_name = attr.removesuffix(".chunks")
+            if not record_name.startswith(STUDY_PREFIXES):
+                continue
+            record = decode_record(attrs, record_name)
+            if record is None:
+                continue
+            if record_name.startswith(PRESET_PREFIX):
+                phase, label = TUNE_PRESET_PHASE, record_name[len(PRESET_PREFIX):]
+            else:
+                phase, label = REPEAT_PHASE, f"trial {record_name[len(REPEAT_PREFIX):]} again"
+            recs.append(StudyRecord(record, [phase], None, label, name))
+    return recs
+
+
+def load_1m(entry: dict[str, Any]) -> float | None:
+    """The 1-minute load average a record was measured under, where it carries one: the knowledge
+    base's ``kb.load_1m``, else ``metrics.load_1m``."""
+    for part in ("kb", "metrics"):
+        value = (entry.get(part) or {}).get("load_1m")
+        if isinstance(value, (int, float)):
+            return float(value)
+    return None
+
+
+def kb_entries(workloads: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Workload name -> the shipped knowledge base's records (dicts with their ``kb`` entry) of
+    that workload: the same name and, where both say, the same data fingerprint."""
+    from dltune.measure._shipped import read_jsonl, shipped_kb_path
+
+    path = shipped_kb_path()
+    wanted = {w.get("name"): w.get("fingerprint") for w in workloads}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for entry in read_jsonl(path) if path.exists() else []:
+        w = entry.get("workload") or {}
+        name = w.get("name")
+        if name in wanted and (wanted[name] is None or w.get("fingerprint") in (None, wanted[name])):
+            out.setdefault(name, []).append(entry)
+    return out
 
 
 def records_frame(records: list[StudyRecord]):
@@ -105,8 +177,19 @@ def records_frame(records: list[StudyRecord]):
             "peak_mb": x.get("peak_rss_mb"),
             "error": (m.error or {}).get("message"),
             "started_at": m.started_at,
+            "source": rec.source,
+            "seed": c.get("seed"),
+            # The configuration but its seed: a repeat is its trial's setting with another seed.
+            "setting": json.dumps({k: v for k, v in c.items() if k != "seed"}, sort_keys=True,
+                                  default=str),
+            "repeats": len(x.get("repeats") or []) or 1,
+            "train_time_min_s": x.get("train_time_s_min"),
+            "train_time_max_s": x.get("train_time_s_max"),
+            "load_1m": load_1m({"metrics": x}),
+            "usable_cores": (m.hardware or {}).get("usable_cores"),
         })
     frame = pd.DataFrame(rows)
-    for col in ("learning_rate", "train_time_s", "test_time_s", "accuracy_pct", "cpu_pct", "peak_mb"):
+    for col in ("learning_rate", "train_time_s", "test_time_s", "accuracy_pct", "cpu_pct", "peak_mb",
+                "train_time_min_s", "train_time_max_s", "load_1m", "usable_cores"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     return frame

@@ -1,4 +1,5 @@
-"""Study records built in the test: four frameworks, every phase, known numbers."""
+"""Study records built in the test (four frameworks, every phase, known numbers), and a small
+storage measured for real as ``make demo`` leaves one."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ _SPEED = {"torch": 4.0, "tensorflow": 1.5, "mxnet": 2.0, "theano": 3.0}
 _MEM = {"torch": 380.0, "tensorflow": 1030.0, "mxnet": 450.0, "theano": 300.0}
 
 
-def _record(config, phases, label, *, accuracy=None, hw_cores=2, failed=False) -> StudyRecord:
+# MNIST: the data set the original study published figures for (shown beside it, and only it).
+WORKLOAD = {"name": "mnist-lenet", "dataset": "mnist", "model": "lenet",
+            "meta": {"n_train": 60000, "n_test": 10000, "param_count": 431080},
+            "model_spec": {"input_shape": [1, 28, 28], "num_classes": 10}}
+
+
+def _record(config, phases, label, *, accuracy=None, hw_cores=2, failed=False, workload=None,
+            extra_metrics=None) -> StudyRecord:
     fw = config.framework
     train = _SPEED[fw] * config.epochs * 64 / config.batch_size ** 0.5 / 8
     if accuracy is None:
@@ -26,12 +34,11 @@ def _record(config, phases, label, *, accuracy=None, hw_cores=2, failed=False) -
         "cpu_percent_mean": 100.0 + config.batch_size / 10 + (config.threads.intra_op or 2) * 20,
         "peak_rss_mb": _MEM[fw] + config.batch_size * 0.5,
         "epochs_run": config.epochs,
+        **(extra_metrics or {}),
     }
     m = Measurement(
         status="failed" if failed else "ok",
-        workload={"name": "digits-lenet", "dataset": "digits", "model": "lenet",
-                  "meta": {"n_train": 1437, "n_test": 360, "param_count": 131080},
-                  "model_spec": {"input_shape": [1, 8, 8], "num_classes": 10}},
+        workload=workload or WORKLOAD,
         config=config.to_dict(),
         hardware={"cpu_model": "Test CPU", "logical_cores": 2, "usable_cores": hw_cores,
                   "target": "test-2c"},
@@ -81,3 +88,30 @@ def report(records):
     from dltune.report import build_report
 
     return build_report(records)
+
+
+@pytest.fixture(scope="session")
+def demo_storage(tmp_path_factory) -> str:
+    """A storage as ``make demo`` leaves one, in small (numpy, 1 epoch, a few hundred digits):
+    bench runs of digits-lenet, and a tune of digits-mlp with its preset and best trials measured
+    again."""
+    from dltune import Workload, benchmark
+    from dltune.config import TrainConfig
+    from dltune.tuning import SearchSpace, tune
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'dltune.db'}"
+    lenet = Workload.from_name("digits", "lenet", n_train=120, n_test=60)
+    benchmark(lenet, TrainConfig(framework="numpy", epochs=1), repeats=2, storage=url)
+    space = SearchSpace(cores=1).update(learning_rate={"low": 0.01, "high": 0.3, "log": True},
+                                        batch_size=[16, 32, 64], epochs={"low": 1, "high": 1})
+    mlp = Workload.from_name("digits", "mlp", n_train=300, n_test=150)
+    tune(mlp, frameworks=["numpy"], space=space, trials=3, storage=url, seed=0, preset_epochs=1,
+         repeat_best=2)
+    return url
+
+
+@pytest.fixture(scope="session")
+def demo_report(demo_storage):
+    from dltune.report import build_report, load_study_records
+
+    return build_report(load_study_records(storage=demo_storage))

@@ -1,4 +1,5 @@
-"""The HTML report opened in headless Chromium: every image decodes and the page is not blank."""
+"""The HTML report of a demo-like storage opened in headless Chromium: every image decodes and
+the page is not blank."""
 
 from __future__ import annotations
 
@@ -43,11 +44,11 @@ def _run(chromium, tmp_path, *args, timeout=120):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_screenshot_is_not_blank(chromium, report, tmp_path):
+def test_screenshot_is_not_blank(chromium, demo_report, tmp_path):
     from PIL import Image
 
     page = tmp_path / "report.html"
-    page.write_text(render_html(report), encoding="utf-8")
+    page.write_text(render_html(demo_report), encoding="utf-8")
     shot = tmp_path / "shot.png"
     proc = _run(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1200,3000",
                 page.as_uri())
@@ -58,16 +59,16 @@ def test_screenshot_is_not_blank(chromium, report, tmp_path):
     assert (pixels < 200).mean() > 0.02  # text, tables and plots, not an empty white page
 
 
-def test_every_image_renders(chromium, report, tmp_path):
+def test_every_image_renders(chromium, demo_report, tmp_path):
     page = tmp_path / "probe.html"
-    page.write_text(render_html(report).replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    page.write_text(render_html(demo_report).replace("</body>", _PROBE + "</body>"), encoding="utf-8")
     proc = _run(chromium, tmp_path, "--dump-dom", "--virtual-time-budget=10000", page.as_uri())
     dom = proc.stdout
     assert "<html" in dom, proc.stderr[-2000:]
     sources = re.findall(r'<img [^>]*src="([^"]+)"', dom)
-    assert len(sources) == len(report.figures) > 0
+    assert len(sources) == len(demo_report.figures) > 0
     for src in sources:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-    n = len(report.figures)
+    n = len(demo_report.figures)
     assert f"<title>images {n}/{n}</title>" in dom
