@@ -23,6 +23,18 @@ def _dltune_cache(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _quick_c_modules():
+    """Theano and PyTensor workers (the tests' own and the CLI's) compile their C modules as
+    tests/compiler.rc says: unoptimised, without debug information, for about a third less
+    than a clean compile cache costs otherwise. The C code is the same; rounding may differ in
+    the last bit (no fused multiply-adds), far inside every check's tolerance."""
+    with pytest.MonkeyPatch.context() as patch:
+        for variable in ("THEANORC", "PYTENSORRC"):
+            patch.setenv(variable, str(ROOT / "tests" / "compiler.rc"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_kb():
     """The ``tiny`` suite measured for real with the numpy backend (resumable: built once per
@@ -49,7 +61,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600)
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cli():
     return run_cli
 
