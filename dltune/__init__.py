@@ -26,6 +26,7 @@ _EXPORTS = {
     "tune": "dltune.tuning",
     "recommend": "dltune.recommend",
     "Recommendation": "dltune.recommend",
+    "Interval": "dltune._interval",
     "DltuneError": "dltune._errors",
     "ParameterError": "dltune._errors",
     "BackendUnavailableError": "dltune._errors",

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from dltune._errors import BackendUnavailableError
 from dltune._validation import check_choice
+from dltune.backends._registry import is_retired
 from dltune.envs._legacy import LegacyRuntime, ProbeResult
 
 __all__ = [
@@ -138,7 +139,8 @@ def status_command(
         return json.dumps([s.to_dict() for s in statuses], indent=2)
     header = ("backend", "available", "version", "where", "interpreter")
     rows = [header] + [
-        (s.name, "yes" if s.available else "no", s.version or "-", s.location, s.interpreter)
+        (f"{s.name} (retired)" if is_retired(s.name) else s.name, "yes" if s.available else "no",
+         s.version or "-", s.location, s.interpreter)
         for s in statuses
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import zlib
@@ -109,19 +110,25 @@ def _load(items: Sequence[Any], name: str) -> list[Any]:
 
 def _time_scores(model: Any, held: list[dict[str, Any]], policy: RecommendPolicy) -> tuple[np.ndarray, np.ndarray]:
     """Each run's measured over predicted training time (at the epochs it ran), and whether
-    the measured time lies in the interval, widened for its hardware by ``policy`` as
-    ``recommend`` widens."""
+    the measured time lies in the interval; the runs of one workload on one machine, scored as
+    ``recommend`` scores candidates (:func:`~dltune.recommend.score_candidates`: hedged and
+    widened by ``policy``)."""
     from dltune.surrogate import record_row
     from dltune.surrogate._records import epochs_ran
 
-    ratio, inside = np.empty(len(held)), np.empty(len(held), dtype=bool)
-    for i, d in enumerate(held):
-        row = epochs_ran(d, record_row(d))
-        pred, _ = model.widen(model.predict([row]), row["meta"], row["hardware"], policy)
-        t = d["metrics"]["train_time_s"]
-        ratio[i] = t / float(pred["train_time_s"][0])
-        inside[i] = float(pred["train_time_s_low"][0]) <= t <= float(pred["train_time_s_high"][0])
-    return ratio, inside
+    rows = [epochs_ran(d, record_row(d)) for d in held]
+    point, low, high = (np.empty(len(held)) for _ in range(3))
+    # Candidates are scored on one hardware: the runs that recorded the same one together.
+    same: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        same.setdefault(json.dumps(row["hardware"], sort_keys=True, default=str), []).append(i)
+    for index in same.values():
+        pred = score_candidates(rows[index[0]]["meta"], rows[index[0]]["hardware"], [rows[i] for i in index],
+                                model, policy).predicted
+        point[index], low[index], high[index] = (pred[k] for k in ("train_time_s", "train_time_s_low",
+                                                                   "train_time_s_high"))
+    t = np.array([d["metrics"]["train_time_s"] for d in held], dtype=float)
+    return t / point, (low <= t) & (t <= high)
 
 
 def validate_calibrations(
@@ -244,6 +251,7 @@ def validate_kb(
     """
     from dltune.hardware import cpu_identity
     from dltune.kb._store import load_shipped_records
+    from dltune.recommend._candidates import default_frameworks
     from dltune.recommend._recommend import RECOMMEND_OBJECTIVES
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import memory_as_now, ran_in_new_process
@@ -313,16 +321,22 @@ def validate_kb(
         a_true = np.array([d["metrics"]["test_accuracy"] for d in held])
         # The pick is made among all of the workload's configurations (the drawn own runs too);
         # the rest is scored on the runs the fit has not seen (all of them without own runs).
-        chosen = as_recommended.pick(objective)
-        best = int(np.lexsort((t_true, -a_true))[0])
+        # Among recommend's default candidates (never a retired framework), the regret against
+        # the best of those same candidates: what a user asking for no framework gets.
+        allowed = set(default_frameworks(model.predictable_frameworks(
+            policy.min_framework_runs, policy.min_framework_workloads), here=False))
+        among = np.array([i for i, d in enumerate(held) if d["config"]["framework"] in allowed]
+                         or range(len(held)))
+        chosen = as_recommended.pick(objective, among)
+        best = int(among[np.lexsort((t_true[among], -a_true[among]))[0]])
         regret = round(100 * float(a_true[best] - a_true[chosen]), 9)
-        place = 1 + int((a_true > a_true[chosen]).sum())
+        place = 1 + int((a_true[among] > a_true[chosen]).sum())
         time_ratio = float(t_true[chosen] / t_true[best])
         picked = {k: held[chosen]["config"][k] for k in
                   ("framework", "optimizer", "learning_rate", "batch_size", "epochs")}
         noise = noise_scores(held, a_true, scored=scored)
         presets = _presets(held, a_true, t_true, best)
-        mean_regret = round(100 * float(a_true[best] - a_true.mean()), 9)
+        mean_regret = round(100 * float(a_true[best] - a_true[among].mean()), 9)
         held_all, held = held, [d for d, s in zip(held, scored, strict=True) if s]
         pred = {k: v[scored] for k, v in pred.items()}
         t_pred = {k: v[scored] for k, v in t_pred.items()}

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from dltune.backends._registry import BACKENDS, default_framework_names, is_retired
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 from dltune.recommend._policy import DEFAULT_POLICY, RecommendPolicy
 
-__all__ = ["candidate_configs", "candidate_threads", "measured_candidates"]
+__all__ = ["candidate_configs", "candidate_threads", "default_frameworks", "measured_candidates",
+           "retired", "retired_frameworks"]
 
 _FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
@@ -21,6 +24,30 @@ def _threads(n: int, usable: int) -> ThreadConfig:
     if n >= usable:
         return ThreadConfig.uniform(n)
     return ThreadConfig(intra_op=n, inter_op=1, blas=n, cores=n)
+
+
+def default_frameworks(predictable: Sequence[str], here: bool = True) -> list[str]:
+    """The candidate frameworks when none are named, among ``predictable`` (those the surrogates
+    can predict), in its order: the maintained default frameworks
+    (:func:`~dltune.backends._registry.default_framework_names`; with ``here`` False, those
+    registered as defaults whether or not installed here). Where the knowledge base predicts
+    none of them (one of its own, e.g. numpy's), every one of ``predictable`` that is not
+    retired. Never a retired framework: ``recommend`` and ``kb validate`` pick among these."""
+    defaults = (default_framework_names() if here
+                else [b.name for b in BACKENDS.values() if b.default])
+    chosen = [f for f in predictable if f in defaults]
+    return chosen or [f for f in predictable if not retired(f)]
+
+
+def retired_frameworks(frameworks: Sequence[str]) -> list[str]:
+    """Those of ``frameworks`` that are retired (shown for comparison, labelled "retired")."""
+    return [f for f in frameworks if retired(f)]
+
+
+def retired(framework: str) -> bool:
+    """Whether ``framework`` is a registered retired one (a name the registry does not know,
+    from records of another dltune, is not)."""
+    return framework in BACKENDS and is_retired(framework)
 
 
 def candidate_threads(usable_cores: int, policy: RecommendPolicy = DEFAULT_POLICY) -> list[ThreadConfig]:

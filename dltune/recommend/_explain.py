@@ -11,6 +11,7 @@ import numpy as np
 
 from dltune.config import TrainConfig
 from dltune.measure._noise import MIN_NOISE_PAIRS
+from dltune.recommend._format import framework_label
 from dltune.recommend._pipeline import Measured, ScoredCandidates
 from dltune.recommend._result import Candidate
 
@@ -113,9 +114,11 @@ def _choice(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
             "balanced": "the best balance of accuracy and training time ("
                         + ("one accuracy point is" if per_halving == 1 else f"{per_halving:g} accuracy points are")
                         + " worth halving the time)"}[objective]
+    # Configurations of frameworks scored for comparison only (retired) are no candidates.
+    n_candidates = sum(config.framework in frameworks for config in configs)
     parts = [
-        f"Of {len(configs)} candidates ({len(idx)} meeting the constraints) across "
-        f"{' and '.join(frameworks)}, the {c.framework} configuration with {c.optimizer}, learning rate "
+        f"Of {n_candidates} candidates ({len(idx)} meeting the constraints) across "
+        f"{' and '.join(framework_label(f) for f in frameworks)}, the {framework_label(c.framework)} configuration with {c.optimizer}, learning rate "
         f"{c.learning_rate:g}, batch {c.batch_size} and {c.epochs} epochs has {goal}: "
         f"{100 * chosen.accuracy[0]:.1f}% {'measured' if chosen.measured_runs else 'predicted'}, at least {100 * chosen.accuracy[1]:.1f}%{ranked(chosen.ranked_accuracy)}, "
         f"in {chosen.train_time_s[0]:.3g} s. Accuracy is ranked by the low end of its interval, "
@@ -129,7 +132,7 @@ def _choice(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
         mine = [i for i in idx if configs[i].framework == fw]
         if mine:
             j = max(mine, key=lambda i: (sure[i], -time[i]))
-            others.append(f"{fw}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% "
+            others.append(f"{framework_label(fw)}'s best ranked for accuracy: {100 * pred['accuracy'][j]:.1f}% "
                           f"{'measured' if runs_of[j] else 'predicted'}, "
                           f"at least {100 * pred['accuracy_low'][j]:.1f}%{ranked(sure[j])}, in {time[j]:.3g} s")
     if others:

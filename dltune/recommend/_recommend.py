@@ -9,10 +9,23 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dltune._errors import DltuneError, FrameworkNotPredictedError, ParameterError
-from dltune._validation import check_choice, check_float, check_int
-from dltune.config import TrainConfig, default_preset
+from dltune._interval import Interval
+from dltune._validation import check_choice, check_int
+from dltune.config import (
+    CONSTRAINTS,
+    OBJECTIVES,
+    TrainConfig,
+    check_constraints,
+    check_objective,
+    default_preset,
+)
 from dltune.data import dataset_kind
-from dltune.recommend._candidates import candidate_configs, measured_candidates
+from dltune.recommend._candidates import (
+    candidate_configs,
+    default_frameworks,
+    measured_candidates,
+    retired_frameworks,
+)
 from dltune.recommend._explain import explain
 from dltune.recommend._pipeline import Measured, ScoredCandidates, score_candidates
 from dltune.recommend._policy import RecommendPolicy, check_policy
@@ -20,10 +33,14 @@ from dltune.recommend._result import Candidate, Recommendation
 
 __all__ = ["RECOMMEND_CONSTRAINTS", "RECOMMEND_OBJECTIVES", "default_candidates", "recommend"]
 
-# What ``recommend`` ranks by, and the bounds it filters its predictions with (tune's differ:
-# dltune.tuning.TUNE_OBJECTIVES, TUNE_CONSTRAINTS).
-RECOMMEND_OBJECTIVES = ("accuracy", "time", "balanced")
-RECOMMEND_CONSTRAINTS = ("max_train_time", "max_memory_mb", "min_accuracy")
+# What ``recommend`` ranks by, and the bounds it filters its predictions with: the one
+# vocabulary (dltune.config.OBJECTIVES, CONSTRAINTS), as tune's.
+RECOMMEND_OBJECTIVES = OBJECTIVES
+RECOMMEND_CONSTRAINTS = tuple(CONSTRAINTS)
+
+# About how long `dltune kb calibrate` runs on a 2-core machine (the shipped calibrations took
+# 3 to 6 minutes), for the caveat that suggests it.
+CALIBRATE_MINUTES = 5
 
 _hardware_cache: dict[str, Any] = {}
 
@@ -72,26 +89,6 @@ def _check_knowledge_base(path: str | Path) -> None:
         raise ParameterError(f"The 'knowledge_base' file {str(path)!r} holds no records.")
 
 
-def _check_constraints(constraints: dict[str, Any] | None) -> dict[str, float]:
-    if constraints is None:
-        return {}
-    if not isinstance(constraints, dict):
-        raise ParameterError(
-            f"The 'constraints' parameter must be a dict with keys among {set(RECOMMEND_CONSTRAINTS)}. "
-            f"Got {type(constraints).__name__} instead."
-        )
-    out = {}
-    for key, value in constraints.items():
-        check_choice("constraints", key, RECOMMEND_CONSTRAINTS)
-        if value is None:
-            continue
-        if key == "min_accuracy":
-            out[key] = check_float("min_accuracy", value, 0.0, 1.0)
-        else:
-            out[key] = check_float(key, value, 0.0, None, low_open=True)
-    return out
-
-
 def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any, dict[str, Any], str | None]:
     """Data set name, model spec, meta-features and data set fingerprint of the workload.
 
@@ -131,6 +128,7 @@ def recommend(
     storage: str | None = "default",
     knowledge_base: str | Path | None = None,
     policy: RecommendPolicy | None = None,
+    include_legacy: bool = False,
 ) -> Recommendation:
     """The framework and configuration to use for ``workload`` on ``hardware``, predicted.
 
@@ -145,10 +143,12 @@ def recommend(
             ``balanced`` (accuracy points minus ``policy.balanced_points_per_halving`` per
             doubling of training time). Each ranks the accuracy a candidate is predicted to
             reach at least, the low end of its interval, not the point.
-        constraints: ``max_train_time`` (s), ``max_memory_mb``, ``min_accuracy`` (0..1), applied
-            to the predicted values.
-        frameworks: candidate frameworks (default: every one the knowledge base measured that
-            is available here, or all it measured for another machine's hardware).
+        constraints: ``max_train_time_s``, ``max_memory_mb``, ``min_accuracy`` (0..1)
+            (:data:`dltune.config.CONSTRAINTS`), applied to the predicted values.
+        frameworks: candidate frameworks (default: the maintained default frameworks the
+            knowledge base measured enough, installed here when recommending for this machine:
+            :func:`~dltune.recommend._candidates.default_frameworks`). Naming a retired one
+            (``mxnet``, ``theano``) makes it a candidate.
         top_k: how many configurations to return: the best plus up to ``top_k - 1``
             alternatives on the Pareto front (:func:`alternatives_of`).
         model: model preset when ``workload`` is a name or arrays (default ``lenet``).
@@ -158,41 +158,49 @@ def recommend(
         knowledge_base: a knowledge-base records file to use instead of the shipped one.
         policy: the decision's knobs (:class:`RecommendPolicy`; default: its defaults), which
             ``kb validate`` scores with too.
+        include_legacy: make the retired frameworks (MXNet, Theano) candidates too. Without
+            it, and without ``frameworks``, they are scored for comparison only: their best is
+            :attr:`Recommendation.retired`, never the pick.
 
     Raises:
         ParameterError: bad arguments. DltuneError: no candidate meets the constraints.
     """
-    from dltune.surrogate import fitted_model
+    from dltune._storage_url import mask_url
+    from dltune.surrogate import default_storage, fitted_model
     from dltune.surrogate._records import intra_threads
 
-    check_choice("objective", objective, RECOMMEND_OBJECTIVES)
+    check_objective(objective)
     top_k = check_int("top_k", top_k, 1, 100)
-    limits = _check_constraints(constraints)
+    limits = check_constraints(constraints)
     policy = check_policy(policy)
+    if not isinstance(include_legacy, bool):
+        raise ParameterError(f"The 'include_legacy' parameter must be a bool. Got {include_legacy!r} instead.")
     if frameworks is not None and not frameworks:
         raise ParameterError(f"The 'frameworks' parameter must name at least one framework. "
                              f"Got {frameworks!r} instead.")
     if knowledge_base is not None:
         _check_knowledge_base(knowledge_base)
     hw, local = _resolve_hardware(hardware)
+    storage = default_storage() if storage == "default" else storage
     perf = fitted_model(records=records, storage=storage, kb_path=knowledge_base)
-    frameworks = _frameworks(frameworks, perf, local, policy)
+    frameworks, compared = _frameworks(frameworks, perf, local, policy, include_legacy)
+    scored_frameworks = frameworks + compared
     dataset_name, spec, meta, fingerprint = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()
     low_e, high_e = perf.config_ranges_["epochs"]
     kind = dataset_kind(spec.input_shape[0])
-    memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, kind, fingerprint, spec.name, repr(policy)],
+    memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, compared, kind, fingerprint, spec.name, repr(policy)],
                           sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
     if memo_key in _predictions and _predictions[memo_key].perf is perf:
         _, configs, scored, defaults_at = _predictions[memo_key]
     else:
-        configs = candidate_configs(frameworks, hw.usable_cores, (int(low_e), int(high_e)),
+        configs = candidate_configs(scored_frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind, policy=policy)
         # The configurations measured on this workload (a `tune`'s or `bench`'s runs, or the
         # knowledge base's) are candidates too, with the accuracy they measured.
         runs, noise = perf.measured_runs(fingerprint, spec.name)
-        extra, which = measured_candidates(runs, frameworks, hw.usable_cores, policy)
+        extra, which = measured_candidates(runs, scored_frameworks, hw.usable_cores, policy)
         measured = Measured.of(perf, np.arange(len(configs), len(configs) + len(extra)),
                                [runs[i] for i in which], noise,
                                perf.has_own_seed_noise(fingerprint, spec.name)) if extra else None
@@ -211,25 +219,27 @@ def recommend(
         _predictions[memo_key] = _Predicted(perf, configs, scored, defaults_at)
     pred, sure, share, runs_of = scored.predicted, scored.ranked_by, scored.own_share, scored.runs
     acc, time = pred["accuracy"], pred["train_time_s"]
-    feasible = np.ones(len(configs), dtype=bool)
-    if "max_train_time" in limits:
-        feasible &= time <= limits["max_train_time"]
+    # The retired frameworks' configurations scored for comparison only are never picked.
+    candidates = np.array([c.framework in frameworks for c in configs])
+    meets = np.ones(len(configs), dtype=bool)
+    if "max_train_time_s" in limits:
+        meets &= time <= limits["max_train_time_s"]
     if "max_memory_mb" in limits:
-        feasible &= pred["peak_rss_mb"] <= limits["max_memory_mb"]
+        meets &= pred["peak_rss_mb"] <= limits["max_memory_mb"]
     if "min_accuracy" in limits:
-        feasible &= acc >= limits["min_accuracy"]
-    idx = np.flatnonzero(feasible)
+        meets &= acc >= limits["min_accuracy"]
+    idx = np.flatnonzero(meets & candidates)
     if len(idx) == 0:
         raise DltuneError(
             f"No candidate meets the constraints {limits}: the fastest is predicted at "
-            f"{time.min():.3g} s, the most accurate at {100 * acc.max():.1f}%, the smallest at "
-            f"{pred['peak_rss_mb'].min():.0f} MB."
+            f"{time[candidates].min():.3g} s, the most accurate at {100 * acc[candidates].max():.1f}%, "
+            f"the smallest at {pred['peak_rss_mb'][candidates].min():.0f} MB."
         )
     best = scored.pick(objective, idx)
 
     def candidate(i: int) -> Candidate:
-        return Candidate(configs[i], *[(float(pred[k][i]), float(pred[f"{k}_low"][i]),
-                                        float(pred[f"{k}_high"][i]))
+        return Candidate(configs[i], *[Interval(float(pred[k][i]), float(pred[f"{k}_low"][i]),
+                                                float(pred[f"{k}_high"][i]))
                                        for k in ("accuracy", "train_time_s", "peak_rss_mb")],
                          ranked_accuracy=float(sure[i]) if share < 1.0 else None,
                          measured_runs=int(runs_of[i]))
@@ -244,6 +254,8 @@ def recommend(
     defaults = [candidate(i) for i in defaults_at]
     reason = explain(chosen, objective, configs, scored, idx, frameworks, perf, nearest, ood,
                      spec.name, hw_dict, threads)
+    among_retired = np.flatnonzero(meets & ~candidates)
+    best_retired = candidate(scored.pick(objective, among_retired)) if len(among_retired) else None
     return Recommendation(
         workload=dataset_name, model=spec.name, framework=chosen.config.framework,
         config=chosen.config,
@@ -251,9 +263,11 @@ def recommend(
                    "peak_rss_mb": chosen.peak_rss_mb},
         objective=objective, alternatives=alternatives, reason=reason,
         out_of_distribution=ood, ood_reasons=reasons, nearest_workloads=nearest,
-        hardware_target=hw.target, n_candidates=len(configs), kb_records=perf.n_records_,
+        hardware_target=hw.target, n_candidates=int(candidates.sum()), kb_records=perf.n_records_,
         constraints=limits, interval_notes=list(scored.notes), ranked_own_share=share,
-        measured_runs=chosen.measured_runs, defaults=defaults,
+        measured_runs=chosen.measured_runs, defaults=defaults, frameworks=list(frameworks),
+        retired=best_retired, storage=mask_url(storage) if storage else None,
+        caveat=_caveat(perf, hw_dict, reasons) if ood else None,
     )
 
 
@@ -282,11 +296,17 @@ def _config_features(config: TrainConfig) -> dict[str, Any]:
             "threads": {"intra_op": t.intra_op, "inter_op": t.inter_op, "blas": t.blas, "cores": t.cores}}
 
 
-def _frameworks(requested: list[str] | None, perf, local: bool, policy: RecommendPolicy) -> list[str]:
-    """The candidate frameworks: those requested, else those measured enough for their training
-    time to be predicted (``PerformanceModel.predictable_frameworks``), installed here when
-    recommending for this machine."""
+def _frameworks(requested: list[str] | None, perf, local: bool, policy: RecommendPolicy,
+                include_legacy: bool = False) -> tuple[list[str], list[str]]:
+    """The candidate frameworks, and the retired ones scored for comparison only.
+
+    The candidates: those requested (with ``include_legacy``, and the retired ones), else
+    :func:`default_frameworks` of those measured enough for their training time to be
+    predicted (``PerformanceModel.predictable_frameworks``), with ``include_legacy`` the retired
+    ones too; installed here when recommending for this machine. Compared: without
+    ``requested`` or ``include_legacy``, the retired frameworks that can be predicted."""
     predictable = perf.predictable_frameworks(policy.min_framework_runs, policy.min_framework_workloads)
+    legacy = retired_frameworks(predictable) if include_legacy else []
     if requested is not None:
         if isinstance(requested, str):
             requested = [requested]
@@ -306,13 +326,20 @@ def _frameworks(requested: list[str] | None, perf, local: bool, policy: Recommen
                     f"half the workloads and a tenth of the runs of the most measured framework). "
                     f"More `dltune bench` or `dltune tune` runs of it would make it a candidate."
                 )
-        return list(requested)
+        return list(dict.fromkeys([*requested, *legacy])), []
+    chosen = default_frameworks(predictable, here=local) + legacy
+    compared = [] if include_legacy else retired_frameworks(predictable)
+    if not chosen:
+        raise DltuneError(
+            f"The knowledge base predicts only retired frameworks ({', '.join(compared)}): name one "
+            "with 'frameworks' (--frameworks) or pass include_legacy=True (--include-legacy)."
+        )
     if not local:
-        return list(predictable)
+        return chosen, compared
     from dltune._bench import interpreter_for
 
     available = []
-    for name in predictable:
+    for name in chosen:
         try:
             interpreter_for(name)
             available.append(name)
@@ -320,8 +347,20 @@ def _frameworks(requested: list[str] | None, perf, local: bool, policy: Recommen
             continue
     if not available:
         raise DltuneError(
-            f"None of the frameworks the knowledge base measured ({', '.join(predictable)}) is "
+            f"None of the candidate frameworks the knowledge base measured ({', '.join(chosen)}) is "
             "installed here; install one (e.g. pip install 'dltune[torch]') or pass 'hardware' "
             "to recommend for another machine."
         )
-    return available
+    return available, compared
+
+
+def _caveat(perf, hardware: dict[str, Any], reasons: list[str]) -> str:
+    """One calm line on what an out-of-distribution recommendation rests on: for a machine the
+    knowledge base never measured, whose times are estimated from and how to measure this one;
+    else the first reason (``Recommendation.details`` lists them all)."""
+    if perf.machine_of(hardware) not in perf.calibrated_machines() and not perf.machines_alike(hardware):
+        cpu, cores = perf.reference_machine_.split("|")[:2]
+        return (f"times estimated from {cpu} ({cores} cores): `dltune kb calibrate` "
+                f"(about {CALIBRATE_MINUTES} min) measures this one")
+    first = reasons[0] if reasons else "outside what the knowledge base measured"
+    return f"{first.split(' (')[0]}: the figures are rough"

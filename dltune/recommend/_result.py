@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dltune._interval import Interval
 from dltune.config import TrainConfig
-from dltune.recommend._candidates import describe
 
 __all__ = ["Candidate", "Recommendation"]
 
 
 @dataclass
 class Candidate:
-    """A configuration with its predicted metrics: ``(point, low, high)`` each.
+    """A configuration with its predicted metrics: an :class:`~dltune.Interval` each.
 
     ``ranked_accuracy`` is what it was ranked by where that is not its accuracy's low end (an
     unlike workload, whose ranking mixes in the consensus of the measured ones); else None.
@@ -22,11 +22,25 @@ class Candidate:
     is predicted."""
 
     config: TrainConfig
-    accuracy: tuple[float, float, float]
-    train_time_s: tuple[float, float, float]
-    peak_rss_mb: tuple[float, float, float]
+    accuracy: Interval
+    train_time_s: Interval
+    peak_rss_mb: Interval
     ranked_accuracy: float | None = None
     measured_runs: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("accuracy", "train_time_s", "peak_rss_mb"):
+            setattr(self, name, Interval(*getattr(self, name)))
+
+    def __repr__(self) -> str:
+        from dltune.recommend._format import candidate_repr
+
+        return candidate_repr(self)
+
+    def _repr_html_(self) -> str:
+        from dltune.recommend._format import candidate_html
+
+        return candidate_html(self)
 
     def outcome(self, ranked: bool = True) -> str:
         """Its predicted (or measured) accuracy, low end and training time, for tables; with
@@ -47,8 +61,8 @@ class Recommendation:
     """What ``recommend`` returns.
 
     ``config`` is a full :class:`TrainConfig` (usable by :func:`dltune.benchmark` and as a tuning
-    warm start); ``predicted`` maps ``accuracy``, ``train_time_s``, ``peak_rss_mb`` to
-    ``(point, low, high)``; ``alternatives`` are other candidates on the Pareto front of
+    warm start); ``predicted`` maps ``accuracy``, ``train_time_s``, ``peak_rss_mb`` to an
+    :class:`~dltune.Interval` ``(point, low, high)``; ``alternatives`` are other candidates on the Pareto front of
     predicted training time and the accuracy each is predicted to reach at least (the low end
     of its interval, which the objectives rank by), within ``RecommendPolicy.alternatives_within`` of
     the pick's where the front allows (:func:`alternatives_of`). ``defaults`` is each candidate
@@ -57,14 +71,20 @@ class Recommendation:
     of that ranking is the workload's own low ends: 1 where it is like the measured workloads
     of its model, less where it is unlike them and the rest is their consensus
     (:meth:`~dltune.surrogate.PerformanceModel.ranking_accuracy`). ``measured_runs`` is the
-    pick's, as :class:`Candidate`'s.
+    pick's, as :class:`Candidate`'s. ``frameworks`` are the candidate frameworks; ``retired``
+    the best configuration of a retired framework (MXNet, Theano) where those were scored for
+    comparison only, never picked (else None). ``storage`` is the storage whose records were
+    added (its URL, password masked; None: none was read); ``caveat`` one calm line on what the
+    figures rest on where that matters (out of distribution), else None.
+
+    ``str()`` is the short summary (:meth:`summary`), :meth:`details` everything.
     """
 
     workload: str
     model: str
     framework: str
     config: TrainConfig
-    predicted: dict[str, tuple[float, float, float]]
+    predicted: dict[str, Interval]
     objective: str
     alternatives: list[Candidate]
     reason: str
@@ -79,6 +99,13 @@ class Recommendation:
     ranked_own_share: float = 1.0
     measured_runs: int = 0
     defaults: list[Candidate] = field(default_factory=list)
+    frameworks: list[str] = field(default_factory=list)
+    retired: Candidate | None = None
+    storage: str | None = None
+    caveat: str | None = None
+
+    def __post_init__(self) -> None:
+        self.predicted = {k: Interval(*v) for k, v in self.predicted.items()}
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -99,39 +126,33 @@ class Recommendation:
             "kb_records": self.kb_records, "ranked_own_share": self.ranked_own_share,
             "measured_runs": self.measured_runs,
             "defaults": [c.to_dict() for c in self.defaults],
+            "frameworks": self.frameworks,
+            "retired": self.retired.to_dict() if self.retired is not None else None,
+            "storage": self.storage, "caveat": self.caveat,
         }
 
+    def summary(self, more: str | None = "details()") -> str:
+        """The answer in at most 12 lines of at most 120 characters; ``more`` names where the
+        reasoning is (:meth:`details`)."""
+        from dltune.recommend._format import summary
+
+        return summary(self, more)
+
+    def details(self) -> str:
+        """The pick, every candidate shown with its figures, the caveats in full and the reasoning."""
+        from dltune.recommend._format import details
+
+        return details(self)
+
     def __str__(self) -> str:
-        a, t, m = (self.predicted[k] for k in ("accuracy", "train_time_s", "peak_rss_mb"))
-        c = self.config
-        threads = c.threads.intra_op if c.threads.intra_op is not None else "default"
-        lines = [
-            f"Recommendation for {self.workload} ({self.model}) on {self.hardware_target}, "
-            f"objective {self.objective}:",
-            f"  framework {c.framework}: {c.optimizer} lr={c.learning_rate:g} batch={c.batch_size} "
-            f"epochs={c.epochs} threads={threads}"
-            + (f" (preset {c.preset_name})" if c.preset_name else ""),
-            f"  predicted accuracy {100 * a[0]:.1f}% [{100 * a[1]:.1f}, {100 * a[2]:.1f}], "
-            f"training time {t[0]:.3g} s [{t[1]:.3g}, {t[2]:.3g}], "
-            f"peak memory {m[0]:.0f} MB [{m[1]:.0f}, {m[2]:.0f}]",
-        ]
-        if self.measured_runs:
-            lines.append(f"  accuracy as measured on this workload ({self.measured_runs} "
-                         f"run{'s' if self.measured_runs > 1 else ''}), with the interval of one more run")
-        if self.out_of_distribution:
-            lines.append("  OUT OF DISTRIBUTION: " + "; ".join(self.ood_reasons))
-        if self.interval_notes:
-            lines.append("  " + "; ".join(self.interval_notes))
-        for alt in self.alternatives:
-            d = describe(alt.config)
-            lines.append(
-                f"  alternative {d['framework']}: {d['optimizer']} lr={d['lr']:g} batch={d['batch']} "
-                f"epochs={d['epochs']} threads={d['threads']} -> {alt.outcome()}"
-            )
-        if self.defaults:
-            lines.append("  for comparison, each framework's own defaults: " + "; ".join(
-                f"{c.config.framework} ({c.config.preset_name}'s: {c.config.optimizer} "
-                f"lr={c.config.learning_rate:g} batch={c.config.batch_size} epochs={c.config.epochs}) -> "
-                + c.outcome(ranked=False) for c in self.defaults))
-        lines.append("  " + self.reason)
-        return "\n".join(lines)
+        return self.summary()
+
+    def __repr__(self) -> str:
+        from dltune.recommend._format import short_repr
+
+        return short_repr(self)
+
+    def _repr_html_(self) -> str:
+        from dltune.recommend._format import repr_html
+
+        return repr_html(self)

@@ -84,3 +84,11 @@ def test_deep_status_catches_a_runtime_that_only_looks_installed(marker_only_run
     deep = {s.name: s for s in backend_status(deep=True, runtime=marker_only_runtime)}
     assert not deep["mxnet"].available and not deep["theano"].available
     assert deep["mxnet"].fix == "dltune env install legacy"
+
+
+def test_the_listing_labels_the_retired_frameworks(tmp_path):
+    table = status_command(False, runtime=LegacyRuntime(tmp_path / "absent"))
+    rows = {line.split("  ")[0].strip() for line in table.splitlines()[1:7]}
+    assert rows == {"torch", "tensorflow", "pytensor", "numpy", "mxnet (retired)", "theano (retired)"}
+    # JSON keeps the bare names.
+    assert {d["name"] for d in json.loads(status_command(True, runtime=LegacyRuntime(tmp_path / "absent")))} == set(BACKEND_NAMES)

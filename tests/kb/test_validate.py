@@ -185,8 +185,15 @@ def test_calibration_files_are_read_before_any_fit(tiny_kb, tmp_path, monkeypatc
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         f"dltune kb: error: The 'calibrations' file {missing!r} does not exist."]
 
-def test_cli_validate_json(tiny_kb, cli):
-    done = cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--json")
+@pytest.fixture(scope="module")
+def validated(tiny_kb, cli):
+    """``dltune kb validate --records TINY --json``, run once (a new process fitting once per
+    held-out workload) for the tests that read what it printed."""
+    return cli("kb", "validate", "--records", str(tiny_kb / "records.jsonl"), "--json")
+
+
+def test_cli_validate_json(validated):
+    done = validated
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert set(data) >= {"workloads", "overall", "bars", "n_records", "calibrations"}
@@ -196,11 +203,11 @@ def test_cli_validate_json(tiny_kb, cli):
     assert "validate: 100%" in done.stderr and "3/3" in done.stderr
 
 
-def test_cli_validate_objective(tiny_kb, cli):
+def test_cli_validate_objective(tiny_kb, cli, validated):
     records = str(tiny_kb / "records.jsonl")
     by_time = json.loads(cli("kb", "validate", "--records", records, "--objective", "time",
                              "--json").stdout)
-    by_acc = json.loads(cli("kb", "validate", "--records", records, "--json").stdout)
+    by_acc = json.loads(validated.stdout)  # the default objective
     # The report says which objective its picks were made for: the flag reached validate_kb.
     assert by_time["objective"] == "time" and by_acc["objective"] == "accuracy"
     # Same folds: everything but the picks agrees.
@@ -269,9 +276,10 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
         "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'reference', 'tiny'}. Got 'huge' instead."
     ]
     for command in ("build", "calibrate"):  # --plan checks the budget too
-        done = cli("kb", command, "--frameworks", "numpy", "--budget-hours", "-1", "--plan")
+        done = cli("kb", command, "--frameworks", "numpy", "--time-budget", "-1", "--plan")
         assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-            "dltune kb: error: The 'budget_hours' parameter must be a float in (0.0, inf). Got -1.0 instead."]
+            f"dltune kb {command}: error: argument --time-budget: The 'time_budget' parameter must be a "
+            f"positive duration such as 90, 90s, 20m or 1.5h. Got '-1' instead. (see 'dltune kb {command} --help')"]
 
 
 def _run(lr, seed, seconds, accuracy):
@@ -518,3 +526,25 @@ def test_the_pick_gets_the_point_that_breaks_accuracy_ties(tiny_kb, monkeypatch,
             tied = np.flatnonzero(low >= low.max() - scored.policy.accuracy_tie)
             top = tied[point[tied] == point[tied].max()]
             assert chosen in top and time[chosen] == time[top].min()  # equal points: the faster
+
+
+def test_calibrations_are_scored_as_recommend_scores_them(tiny_kb, monkeypatch):
+    """validate_calibrations' time scores pass through recommend's pipeline, hedges included:
+    a hedge that makes every time 10x longer divides each measured over predicted ratio by 10."""
+    from dltune.kb import validate_calibrations
+    from dltune.surrogate import PerformanceModel
+
+    records = [r.to_dict() for r in RecordStore(tiny_kb).records() if r.ok]
+    runs = [dict(d, id=f"cal-{i}", hardware={**d["hardware"], "cpu_model": "Other CPU"})
+            for i, d in enumerate(records)]
+    plain = validate_calibrations(records, runs, calibrate=False)
+
+    def hedge(self, pred, rows, hardware):
+        return {k: 10.0 * v if k.startswith("train_time_s") else v for k, v in pred.items()}, []
+
+    monkeypatch.setattr(PerformanceModel, "hedge_machines", hedge)
+    hedged = validate_calibrations(records, runs, calibrate=False)
+    assert len(hedged) == len(plain) == 3
+    for before, after in zip(plain, hedged, strict=True):
+        for kind in ("uncalibrated", "calibrated"):
+            assert after[f"{kind}_median_ratio"] == pytest.approx(before[f"{kind}_median_ratio"] / 10, rel=1e-6)

@@ -33,13 +33,14 @@ def test_each_field_points_at_the_docs_section_that_measured_it():
     from pathlib import Path
 
     source = inspect.getsource(RecommendPolicy)
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "recommendation.md").read_text()
-    headings = {"-".join("".join(c for c in line.lstrip("#").strip().lower() if c.isalnum() or c in " -").split())
-                for line in docs.splitlines() if line.startswith("#")}
+    root = Path(__file__).resolve().parents[2]
     for field in dataclasses.fields(RecommendPolicy):
         after = source.split(f"    {field.name}:", 1)[1].splitlines()[1]
-        anchor = after.split("docs/recommendation.md#", 1)[1].split(")", 1)[0]
-        assert anchor in headings, (field.name, anchor)
+        page, anchor = after.split("(docs/", 1)[1].split(")", 1)[0].split("#", 1)
+        docs = (root / "docs" / page).read_text()
+        headings = {"-".join("".join(c for c in line.lstrip("#").strip().lower() if c.isalnum() or c in " -").split())
+                    for line in docs.splitlines() if line.startswith("#")}
+        assert anchor in headings, (field.name, page, anchor)
 
 
 def test_selection_defaults_are_the_policy_s():

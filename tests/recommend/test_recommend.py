@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def test_recommendation_is_complete(kb, workload):
     assert not rec.out_of_distribution, rec.ood_reasons
     assert rec.ranked_own_share == 1.0
     # Ranked by the shown low ends: no separate figure.
-    assert all(a.ranked_accuracy is None for a in rec.alternatives) and "ranked at" not in str(rec)
+    assert all(a.ranked_accuracy is None for a in rec.alternatives) and "ranked at" not in rec.details()
     assert rec.nearest_workloads[0][1] == 0.0  # this very data set was measured
     assert rec.configs[0] == rec.config and len(rec.configs) == 1 + len(rec.alternatives)
     assert "predicted accuracy" in str(rec)
@@ -93,7 +94,7 @@ def test_alternatives_lie_on_the_pareto_front(kb, workload, monkeypatch):
         rec_alt.config for rec_alt in sorted(rec.alternatives, key=lambda a: a.train_time_s[0])]
     assert "low end of its interval" in rec.reason
     for alt in rec.alternatives:  # each shown with the low end it was ranked by
-        assert f"(at least {100 * alt.accuracy[1]:.1f}%{', measured' if alt.measured_runs else ''})" in str(rec)
+        assert f"(at least {100 * alt.accuracy[1]:.1f}%{', measured' if alt.measured_runs else ''})" in rec.details()
 
 
 def test_objectives_order_time_and_accuracy(kb, workload):
@@ -186,7 +187,8 @@ def test_configurations_measured_on_the_workload_are_candidates_with_what_they_m
     rec = recommend(workload, objective="accuracy", knowledge_base=kb, storage=None, records=[mine, *again])
     assert ", from its own repeat pairs" in rec.reason and "borrowed" not in rec.reason
     assert f"100.0% measured, at least {100 * rec.predicted['accuracy'][1]:.1f}%" in rec.reason
-    assert "accuracy as measured on this workload (1 run)" in str(rec)
+    assert "accuracy as measured on this workload (1 run)" in rec.details()
+    assert "(measured, 1 run)" in str(rec)
     assert rec.to_dict()["measured_runs"] == 1
 
 
@@ -253,7 +255,7 @@ def test_an_unlike_workload_is_ranked_partly_by_what_worked_across_the_measured_
     # The figure it was ranked by, beside the shown low end, which is not it here.
     assert rec.reason.count("(ranked at ") == 1  # the pick's: no other framework
     for alt in rec.alternatives:
-        assert alt.ranked_accuracy is not None and f", ranked at {100 * alt.ranked_accuracy:.1f}%)" in str(rec)
+        assert alt.ranked_accuracy is not None and f", ranked at {100 * alt.ranked_accuracy:.1f}%)" in rec.details()
     assert rec.predicted["accuracy"][2] == 1.0  # its band: (1.0, 1.0)
     assert any("accuracy intervals reach" in n for n in rec.interval_notes)
 
@@ -270,7 +272,7 @@ def test_constraints_filter_or_fail_clearly(kb, workload, monkeypatch):
     assert len(faster) or len(better), "the pick is both the fastest and the most accurate of all candidates"
     if len(faster):
         limit = (faster.max() + own_time) / 2
-        rec = recommend(workload, objective="accuracy", constraints={"max_train_time": limit},
+        rec = recommend(workload, objective="accuracy", constraints={"max_train_time_s": limit},
                         knowledge_base=kb, storage=None)
         assert rec.predicted["train_time_s"][0] <= limit < own_time
     else:
@@ -279,16 +281,19 @@ def test_constraints_filter_or_fail_clearly(kb, workload, monkeypatch):
                         knowledge_base=kb, storage=None)
         assert rec.predicted["accuracy"][0] >= limit > own_accuracy
     with pytest.raises(DltuneError, match="No candidate meets the constraints"):
-        recommend(workload, constraints={"max_train_time": 1e-12}, knowledge_base=kb, storage=None)
+        recommend(workload, constraints={"max_train_time_s": 1e-12}, knowledge_base=kb, storage=None)
 
 
 def test_alien_hardware_is_flagged_not_confident(kb, workload):
     rec = recommend(workload, hardware=ALIEN, knowledge_base=kb, storage=None)
     assert rec.out_of_distribution
     assert any("never measured" in r for r in rec.ood_reasons)
-    assert "outside what was measured" in rec.reason and "OUT OF DISTRIBUTION" in str(rec)
+    assert "outside what was measured" in rec.reason and "out of distribution: " in rec.details()
+    # One calm line in the summary: whose times these are, and how to measure this machine.
+    assert rec.caveat.startswith("times estimated from ") and "`dltune kb calibrate`" in rec.caveat
+    assert f"note: {rec.caveat}" in str(rec) and "OUT OF" not in str(rec)
     # Not confident: the training-time interval is widened 3x each way per hardware difference.
-    assert rec.interval_notes and rec.interval_notes[0] in str(rec)
+    assert rec.interval_notes and textwrap.fill(rec.interval_notes[0], 10**6) in rec.details().replace("\n    ", " ")
     low, high = rec.predicted["train_time_s"][1:]
     assert high / low >= 9.0 ** len(rec.ood_reasons)
     # The candidates' thread counts on 72 cores: 1, 2 (the most measured) and all of them.
@@ -525,8 +530,11 @@ def test_second_call_reuses_the_fitted_model(kb, workload, monkeypatch):
 @pytest.mark.parametrize("kwargs, message", [
     ({"objective": "fast"}, "The 'objective' parameter must be one of {'accuracy', 'time', 'balanced'}. Got 'fast' instead."),
     ({"top_k": 0}, "The 'top_k' parameter must be an int in [1, 100]. Got 0 instead."),
-    ({"constraints": {"max_time": 3}}, "The 'constraints' parameter must be one of {'max_train_time', 'max_memory_mb', 'min_accuracy'}. Got 'max_time' instead."),
-    ({"constraints": {"min_accuracy": 2}}, "The 'min_accuracy' parameter must be a float in [0.0, 1.0]. Got 2 instead."),
+    ({"constraints": {"max_time": 3}}, "The 'constraints' parameter must be one of {'max_train_time_s', 'max_memory_mb', 'min_accuracy'}. Got 'max_time' instead."),
+    ({"constraints": {"max_train_time": 3}}, "The 'constraints' parameter no longer accepts 'max_train_time': use 'max_train_time_s'."),
+    ({"constraints": {"min_accuracy": 2}}, "The 'constraints['min_accuracy']' parameter must be a float in [0.0, 1.0]. Got 2 instead."),
+    ({"objective": "both"}, "The 'objective' parameter no longer accepts 'both': use 'balanced'."),
+    ({"include_legacy": 1}, "The 'include_legacy' parameter must be a bool. Got 1 instead."),
     ({"hardware": 3}, "The 'hardware' parameter must be None (this machine), a Hardware, a dict or a JSON file path. Got int instead."),
     ({"frameworks": ["torch"]}, "The 'frameworks' parameter must be one of {'numpy'}. Got 'torch' instead."),
 ])
@@ -615,9 +623,11 @@ def test_a_verified_time_outside_its_interval_points_at_calibration():
 
 def test_cli_table_and_errors(kb, cli):
     done = cli("recommend", "--workload", "digits", "--model", "mlp", "--kb", str(kb), "--storage", "none",
-               "--objective", "time", "--max-train-time", "100")
+               "--objective", "time", "--max-train-time-s", "100")
     assert done.returncode == 0, done.stderr
-    assert "framework numpy" in done.stdout and "predicted accuracy" in done.stdout
+    assert "pick: numpy" in done.stdout and "predicted accuracy" in done.stdout
+    old = cli("recommend", "--workload", "digits", "--kb", str(kb), "--max-train-time", "100")
+    assert old.returncode == 2 and "'--max-train-time-s'" in old.stderr
     bad = cli("recommend", "--workload", "digits", "--kb", str(kb), "--objective", "fast")
     assert bad.returncode == 2
     assert len(bad.stderr.strip().splitlines()) == 1 and "'objective'" in bad.stderr
@@ -704,9 +714,10 @@ def test_each_framework_s_own_defaults_are_shown_for_comparison(kb, workload, mo
     measured = by_key.get(measured_key(default.config.to_dict()))
     assert measured is not None and measured["config"]["preset_name"] == "caffe"
     assert default.measured_runs == measured["runs"] and default.accuracy[0] == measured["accuracy"]
-    text = str(rec)
-    assert (f"for comparison, each framework's own defaults: numpy (caffe's: {default.config.optimizer} "
-            f"lr={default.config.learning_rate:g} batch={default.config.batch_size}") in text
+    text = rec.details().replace("\n    ", " ")
+    assert (f"own defaults of numpy (caffe's): {default.config.optimizer} "
+            f"lr={default.config.learning_rate:.3g} batch={default.config.batch_size}") in text
+    assert f"own default presets: numpy (caffe's) {100 * default.accuracy[0]:.1f}%" in str(rec)
     assert f"-> {100 * default.accuracy[0]:.1f}% (at least {100 * default.accuracy[1]:.1f}%, measured)" in text
     assert rec.to_dict()["defaults"][0]["config"]["preset_name"] == "caffe"
     # Which preset is a framework's own: its own where it has one, else Caffe's.
