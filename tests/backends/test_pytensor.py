@@ -16,6 +16,7 @@ import pytest
 
 from dltune._bench import measure, worker_extra_env
 from dltune.config import ThreadConfig, TrainConfig
+from dltune.envs import pytensor_flags
 from dltune.models import build_model
 from dltune.models._spec import AvgPool2D, Conv2D, Dense, Flatten, MaxPool2D, ModelSpec
 from dltune.runtime import worker_environment
@@ -77,6 +78,9 @@ def _compare_with_torch(tmp_path, spec: ModelSpec, data: dict, config: dict, bat
     }
     (tmp_path / "job.json").write_text(json.dumps(job))
     env = worker_environment(ThreadConfig.uniform(1).environment(), worker_extra_env("pytensor"))
+    # The graph (convolution, pooling, flatten order) as Python thunks: no C module compiled per op
+    # and shape; test_conformance.py runs the C mode users get against the numpy reference.
+    env["PYTENSOR_FLAGS"] = f"{pytensor_flags()},mode=FAST_COMPILE"  # the last value wins
     done = subprocess.run(
         [sys.executable, "-c", PROGRAM, str(tmp_path / "job.json")],
         capture_output=True, text=True, env=env, timeout=900,
