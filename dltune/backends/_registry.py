@@ -7,7 +7,7 @@ import importlib.util
 from dataclasses import dataclass
 
 __all__ = ["BACKENDS", "BackendInfo", "available_backend_names", "default_framework_names",
-           "is_retired"]
+           "framework_label", "is_retired"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,9 @@ def default_framework_names() -> list[str]:
     """The frameworks used when none are named: the maintained defaults installed here."""
     return [b.name for b in BACKENDS.values()
             if b.default and importlib.util.find_spec(b.framework) is not None]
+
+
+def framework_label(name: str) -> str:
+    """``name``, with " (retired)" for a registered retired framework: how every listing names
+    it (a name the registry does not know, from records of another dltune, is kept as is)."""
+    return f"{name} (retired)" if name in BACKENDS and BACKENDS[name].retired else name

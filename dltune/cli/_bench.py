@@ -11,6 +11,7 @@ from typing import Any
 
 from dltune._errors import DltuneError
 from dltune._log import logger
+from dltune.backends._registry import framework_label
 from dltune.cli._common import (
     add_workload_args,
     format_table,
@@ -184,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for record in records:
         row = record.summary_row()
+        row["framework"] = framework_label(record.framework)
         row["threads"] = _threads_cell(record)
         rows.append(row)
     print(format_table(rows, table_columns(rows)))

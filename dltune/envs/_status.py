@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from dltune._errors import BackendUnavailableError
 from dltune._validation import check_choice
-from dltune.backends._registry import is_retired
+from dltune.backends._registry import framework_label
 from dltune.envs._legacy import LegacyRuntime, ProbeResult
 
 __all__ = [
@@ -139,7 +139,7 @@ def status_command(
         return json.dumps([s.to_dict() for s in statuses], indent=2)
     header = ("backend", "available", "version", "where", "interpreter")
     rows = [header] + [
-        (f"{s.name} (retired)" if is_retired(s.name) else s.name, "yes" if s.available else "no",
+        (framework_label(s.name), "yes" if s.available else "no",
          s.version or "-", s.location, s.interpreter)
         for s in statuses
     ]

@@ -7,6 +7,7 @@ import html
 import textwrap
 from typing import TYPE_CHECKING
 
+from dltune.backends._registry import framework_label
 from dltune.config import TrainConfig
 from dltune.recommend._candidates import describe, retired
 
@@ -19,11 +20,6 @@ __all__ = ["MAX_LINES", "MAX_WIDTH", "candidate_html", "candidate_repr", "config
 # What a terminal shows without wrapping or scrolling the answer away.
 MAX_LINES = 12
 MAX_WIDTH = 120
-
-
-def framework_label(name: str) -> str:
-    """``name``, with " (retired)" for a retired framework: how every listing names it."""
-    return f"{name} (retired)" if retired(name) else name
 
 
 def _fit(line: str) -> str:
