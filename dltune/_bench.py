@@ -23,29 +23,6 @@ __all__ = ["benchmark", "check_device", "measure", "interpreter_for", "worker_ex
 
 _hardware_cache: dict[int | None, dict[str, Any]] = {}
 
-# Keyword parameters renamed for the one vocabulary of the Python API and the CLI (the values'
-# and flags' renames: dltune.config.RENAMED); tune, run_worker, run_study and the kb builds
-# refuse the old ones with a pointer.
-RENAMED_KEYWORDS: dict[str, str] = {
-    "n_trials": "trials",
-    "tune_trials": "trials",
-    "timeout": "time_budget_s",
-    "budget_minutes": "time_budget_s",
-    "budget_hours": "time_budget_s",
-    "objectives": "objective",
-}
-
-
-def refuse_renamed(function: str, given: dict[str, Any]) -> None:
-    """Refuse keyword arguments a function no longer takes: a renamed one with a pointer to its
-    new name, any other as Python would (TypeError)."""
-    for name in given:
-        if name in RENAMED_KEYWORDS:
-            raise ParameterError(f"The '{name}' parameter of {function}() is now "
-                                 f"'{RENAMED_KEYWORDS[name]}'.")
-        raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
-
-
 def hardware_record(cores: int | None) -> dict[str, Any]:
     """The ``hardware`` part of a record for a run restricted to ``cores`` CPUs."""
     if cores not in _hardware_cache:

@@ -63,17 +63,19 @@ def available_backend_names() -> list[str]:
 
 
 def is_retired(name: str) -> bool:
-    """Whether ``name`` is a retired framework (listed with the label "retired")."""
-    return BACKENDS[name].retired
+    """Whether ``name`` is a registered retired framework (listed with the label "retired"); a
+    name the registry does not know, from records of another dltune, is not."""
+    return name in BACKENDS and BACKENDS[name].retired
 
 
-def default_framework_names() -> list[str]:
-    """The frameworks used when none are named: the maintained defaults installed here."""
+def default_framework_names(installed: bool = True) -> list[str]:
+    """The frameworks used when none are named: the maintained defaults installed here (with
+    ``installed`` False, whether or not installed: for a machine described, not this one)."""
     return [b.name for b in BACKENDS.values()
-            if b.default and importlib.util.find_spec(b.framework) is not None]
+            if b.default and (not installed or importlib.util.find_spec(b.framework) is not None)]
 
 
 def framework_label(name: str) -> str:
-    """``name``, with " (retired)" for a registered retired framework: how every listing names
-    it (a name the registry does not know, from records of another dltune, is kept as is)."""
-    return f"{name} (retired)" if name in BACKENDS and BACKENDS[name].retired else name
+    """``name``, with " (retired)" for a retired framework (:func:`is_retired`): how every
+    listing names it."""
+    return f"{name} (retired)" if is_retired(name) else name

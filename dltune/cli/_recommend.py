@@ -14,6 +14,7 @@ EXAMPLES = """examples:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     from dltune.cli._common import HelpFormatter, add_renamed, add_workload_args
     from dltune.config import CONSTRAINTS, OBJECTIVES, constraint_flag
+    from dltune.config._goals import renamed_constraint_flags
 
     parser.formatter_class = HelpFormatter
     parser.epilog = EXAMPLES
@@ -28,7 +29,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(constraint_flag(key), type=float, dest=key, metavar=key.rsplit("_", 1)[-1].upper()
                             if key != "min_accuracy" else "A",
                             help=f"predicted {what}, {unit} (default: none)")
-    add_renamed(parser, max_train_time="--max-train-time-s", max_memory="--max-memory-mb")
+    add_renamed(parser, **renamed_constraint_flags())
     parser.add_argument("--frameworks",
                         help="comma-separated candidate frameworks; naming a retired one (mxnet, theano) makes it a "
                              "candidate (default: the maintained default frameworks installed here)")

@@ -33,12 +33,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune._log import quiet_optuna
     from dltune.cli._common import parse_key_values
     from dltune.study import run_study
     from dltune.tuning import tune
 
-    quiet_optuna()
     result = run_study(
         args.workload,
         model=args.model or "lenet",

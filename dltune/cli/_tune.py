@@ -15,6 +15,7 @@ EXAMPLES = """examples:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     from dltune.cli._common import add_frameworks_arg, add_renamed, add_storage_arg, duration
     from dltune.config import CONSTRAINTS, OBJECTIVES, TrainConfig, constraint_flag
+    from dltune.config._goals import renamed_constraint_flags
 
     parser.epilog = EXAMPLES
     add_workload_args(parser)
@@ -53,8 +54,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warm-start", action="store_true",
                         help="first try what 'dltune recommend' proposes")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    add_renamed(parser, n_trials="--trials", timeout="--time-budget",
-                max_train_time="--max-train-time-s", max_memory="--max-memory-mb")
+    add_renamed(parser, n_trials="--trials", timeout="--time-budget", **renamed_constraint_flags())
     parser.set_defaults(func=run)
 
 
@@ -70,13 +70,11 @@ def _available(framework: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune._log import quiet_optuna
     from dltune._storage_url import resolve_storage
     from dltune.cli._common import frameworks_from_args, storage_line
     from dltune.config import CONSTRAINTS, usable_cores
     from dltune.tuning import SearchSpace, tune
 
-    quiet_optuna()
     frameworks = frameworks_from_args(args.frameworks, _available)
     base = None
     if args.device is not None or args.run_timeout is not None:

@@ -33,10 +33,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune._log import quiet_optuna
     from dltune.tuning import run_worker
 
-    quiet_optuna()
 
     summary = run_worker(args.study, args.storage, args.trials, time_budget_s=args.time_budget,
                          seed_offset=args.seed_offset, any_hardware=args.any_hardware,

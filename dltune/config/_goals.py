@@ -9,8 +9,8 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune._validation import check_choice, check_float
 
-__all__ = ["CONSTRAINTS", "OBJECTIVES", "RENAMED", "check_constraints", "check_objective",
-           "constraint_flag"]
+__all__ = ["CONSTRAINTS", "OBJECTIVES", "RENAMED", "RENAMED_KEYWORDS", "check_constraints",
+           "check_objective", "constraint_flag", "refuse_renamed", "renamed_constraint_flags"]
 
 # "balanced" trades accuracy against training time (tune: a Pareto front of both).
 OBJECTIVES: tuple[str, ...] = ("accuracy", "time", "balanced")
@@ -23,13 +23,23 @@ CONSTRAINTS: dict[str, tuple[str, str, float, float | None]] = {
     "min_accuracy": ("test accuracy at least", "fraction 0..1", 0.0, 1.0),
 }
 
-# Old spelling -> the current one (keys, objective names, CLI flags and Python parameters).
+# Old spelling -> the current one: constraint keys (their flags follow:
+# renamed_constraint_flags) and objective names.
 RENAMED: dict[str, str] = {
     "max_train_time": "max_train_time_s",
     "max_memory": "max_memory_mb",
     "both": "balanced",
-    "--max-train-time": "--max-train-time-s",
-    "--max-memory": "--max-memory-mb",
+}
+
+# Keyword parameters renamed; tune, run_worker, run_study and the kb builds refuse the old ones
+# with a pointer (refuse_renamed).
+RENAMED_KEYWORDS: dict[str, str] = {
+    "n_trials": "trials",
+    "tune_trials": "trials",
+    "timeout": "time_budget_s",
+    "budget_minutes": "time_budget_s",
+    "budget_hours": "time_budget_s",
+    "objectives": "objective",
 }
 
 
@@ -70,3 +80,18 @@ def check_constraints(value: Mapping[str, Any] | None, name: str = "constraints"
 def constraint_flag(key: str) -> str:
     """The command-line flag of constraint ``key``."""
     return "--" + key.replace("_", "-")
+
+
+def renamed_constraint_flags() -> dict[str, str]:
+    """Old constraint option name (``max_memory``) -> its current flag (``--max-memory-mb``)."""
+    return {old: constraint_flag(new) for old, new in RENAMED.items() if new in CONSTRAINTS}
+
+
+def refuse_renamed(function: str, given: dict[str, Any]) -> None:
+    """Refuse keyword arguments a function no longer takes: a renamed one with a pointer to its
+    new name, any other as Python would (TypeError)."""
+    for name in given:
+        if name in RENAMED_KEYWORDS:
+            raise ParameterError(f"The '{name}' parameter of {function}() is now "
+                                 f"'{RENAMED_KEYWORDS[name]}'.")
+        raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")

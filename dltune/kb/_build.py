@@ -17,6 +17,7 @@ from typing import Any
 from dltune._errors import DltuneError, ParameterError
 from dltune._log import Progress
 from dltune._validation import check_choice, check_float, check_out_dir
+from dltune.config._goals import refuse_renamed
 from dltune.kb._store import RecordStore
 from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite
 from dltune.measure._record import now_iso
@@ -318,7 +319,6 @@ def build_kb(
     """
     import psutil
 
-    from dltune._bench import refuse_renamed
     from dltune._workload import Workload
 
     refuse_renamed("build_kb", renamed)

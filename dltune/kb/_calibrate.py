@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dltune.config._goals import refuse_renamed
 from dltune.kb._build import BuildResult, build_kb, plan_build
 from dltune.kb._suite import CALIBRATION_PLAN, PlannedRun
 from dltune.measure._shipped import calibration_records  # re-exported
@@ -55,7 +56,6 @@ def calibrate_machine(
     space-filling configuration also runs with all of them: the knowledge base measured 1 and
     2 threads, and the surrogates learn from these what more threads gain here. No run starts
     after ``time_budget_s`` seconds."""
-    from dltune._bench import refuse_renamed
 
     refuse_renamed("calibrate_machine", renamed)
     return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from dltune.backends._registry import BACKENDS, default_framework_names, is_retired
+from dltune.backends._registry import default_framework_names, is_retired
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
 from dltune.recommend._policy import DEFAULT_POLICY, RecommendPolicy
 
 __all__ = ["candidate_configs", "candidate_threads", "default_frameworks", "measured_candidates",
-           "retired", "retired_frameworks"]
+           "retired_frameworks"]
 
 _FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
@@ -33,21 +33,14 @@ def default_frameworks(predictable: Sequence[str], here: bool = True) -> list[st
     registered as defaults whether or not installed here). Where the knowledge base predicts
     none of them (one of its own, e.g. numpy's), every one of ``predictable`` that is not
     retired. Never a retired framework: ``recommend`` and ``kb validate`` pick among these."""
-    defaults = (default_framework_names() if here
-                else [b.name for b in BACKENDS.values() if b.default])
+    defaults = default_framework_names(installed=here)
     chosen = [f for f in predictable if f in defaults]
-    return chosen or [f for f in predictable if not retired(f)]
+    return chosen or [f for f in predictable if not is_retired(f)]
 
 
 def retired_frameworks(frameworks: Sequence[str]) -> list[str]:
     """Those of ``frameworks`` that are retired (shown for comparison, labelled "retired")."""
-    return [f for f in frameworks if retired(f)]
-
-
-def retired(framework: str) -> bool:
-    """Whether ``framework`` is a registered retired one (a name the registry does not know,
-    from records of another dltune, is not)."""
-    return framework in BACKENDS and is_retired(framework)
+    return [f for f in frameworks if is_retired(f)]
 
 
 def candidate_threads(usable_cores: int, policy: RecommendPolicy = DEFAULT_POLICY) -> list[ThreadConfig]:

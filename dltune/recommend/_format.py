@@ -7,9 +7,9 @@ import html
 import textwrap
 from typing import TYPE_CHECKING
 
-from dltune.backends._registry import framework_label
+from dltune.backends._registry import framework_label, is_retired
 from dltune.config import TrainConfig
-from dltune.recommend._candidates import describe, retired
+from dltune.recommend._candidates import describe
 
 if TYPE_CHECKING:
     from dltune.recommend._result import Candidate, Recommendation
@@ -80,7 +80,7 @@ def _joined(prefix: str, items: list[str], more: str | None) -> str:
 def _default_text(c: Candidate) -> str:
     preset = c.config.preset_name
     name = c.config.framework
-    notes = [*(["retired"] if retired(name) else []),
+    notes = [*(["retired"] if is_retired(name) else []),
              *([] if preset == name else [f"{preset}'s"])]
     label = f"{name} ({', '.join(notes)})" if notes else name
     return f"{label} {100 * c.accuracy[0]:.1f}% in {_s(c.train_time_s[0])} s"

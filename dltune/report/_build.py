@@ -8,7 +8,7 @@ from typing import Any
 
 from dltune._errors import ParameterError
 from dltune._validation import check_choice, check_out_file
-from dltune.backends._registry import BACKENDS, is_retired
+from dltune.backends._registry import is_retired
 from dltune.measure._store import StudyRecord
 from dltune.report._analysis import Analysis
 from dltune.report._data import load_study_records, records_frame
@@ -200,7 +200,7 @@ def build_report(records: list[StudyRecord], knowledge_base: bool = True) -> Rep
             missing.append(("" if len(usable) == 1 else f"for {name}, ") + ", ".join(part[3]))
     listed = {r.measurement.framework for r in records} | {
         e["config"]["framework"] for entries in kb.values() for e in entries}
-    retired = sorted(fw for fw in listed if fw in BACKENDS and is_retired(fw))
+    retired = sorted(fw for fw in listed if is_retired(fw))
     if retired:
         meta.append(f"Retired (no longer maintained), shown for comparison: {', '.join(retired)}.")
     if missing:

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import BackendUnavailableError, ParameterError
-from dltune._log import logger
+from dltune._log import logger, quiet_optuna
 from dltune._storage_url import DEFAULT_STORAGE, mask_url, resolve_storage
 from dltune._validation import check_float, check_int, check_out_dir
 from dltune.config import TrainConfig, usable_cores
+from dltune.config._goals import refuse_renamed
 from dltune.data import dataset_kind
 from dltune.measure._codec import decode_record
 from dltune.measure._store import STUDY_PREFIX, StudyRecord, StudyStore, load_storage_records
@@ -151,11 +152,12 @@ def run_study(
             :func:`dltune.report.write_report` on those records (``dltune study --out`` writes
             it there as ``report.html``).
     """
-    from dltune._bench import measure, refuse_renamed
+    from dltune._bench import measure
     from dltune._workload import Workload, as_workload
     from dltune.runtime import WorkerPool
 
     refuse_renamed("run_study", renamed)
+    quiet_optuna()
     t_start = time.perf_counter()
     budget_s = check_float("time_budget_s", time_budget_s, 0.0, 7 * 86400.0, low_open=True)
     budget_minutes = budget_s / 60.0

@@ -9,6 +9,7 @@ from dltune._errors import ParameterError
 from dltune._log import quiet_optuna
 from dltune._validation import check_bool, check_float, check_int
 from dltune.config import TrainConfig, usable_cores
+from dltune.config._goals import refuse_renamed
 from dltune.tuning._objective import check_constraints, check_objectives
 from dltune.tuning._result import StudyResult, TuneResult, summarise_trial
 from dltune.tuning._space import SearchSpace, as_space
@@ -206,7 +207,6 @@ def tune(
             runs on the GPU too.
         progress: progress per study on stderr (:class:`dltune._log.Progress`).
     """
-    from dltune._bench import refuse_renamed
     from dltune._storage_url import resolve_storage
     from dltune._workload import as_workload
 

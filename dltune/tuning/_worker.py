@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from dltune._errors import DltuneError, ParameterError
-from dltune._log import Progress
+from dltune._log import Progress, quiet_optuna
 from dltune._storage_url import resolve_storage
 from dltune._validation import check_float, check_int
+from dltune.config._goals import refuse_renamed
 from dltune.tuning._objective import TrialRunner
 from dltune.tuning._storage import (
     SQLiteWriters,
@@ -132,9 +133,9 @@ def run_worker(
     """
     import optuna
 
-    from dltune._bench import refuse_renamed
 
     refuse_renamed("run_worker", renamed)
+    quiet_optuna()
     if time_budget_s is not None:
         check_float("time_budget_s", time_budget_s, 0.0, None, low_open=True)
     url = resolve_storage(storage)
