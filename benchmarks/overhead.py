@@ -9,9 +9,15 @@ dltune / plain (target: at most 1.05), with the range of the per-repeat ratios, 
 the medians of process CPU time (steadier than wall time on a busy machine; with one thread
 the two agree on an idle one), and both accuracies as a sanity check.
 
+Then, per backend, through dltune's own worker runtime: the training time of the first run in
+a fresh worker over that of the later runs in it (median over ``--fresh-workers`` workers,
+the backends alternated; target at most 1.03: first-use costs belong to the untimed warm-up,
+reported as ``compile_time_s``), and the share of ``dltune bench --repeats N``'s wall time
+spent outside the runs' training epochs (target at most 15 %).
+
     python benchmarks/overhead.py [--backends torch,tensorflow,mxnet,theano] [--workload digits]
         [--model lenet] [--epochs 2] [--repeats 5] [--threads 1] [--batch-size 64]
-        [--first-max-grad]
+        [--first-max-grad] [--fresh-workers 5] [--bench-repeats 5]
 
 The parent imports no framework: each backend runs in a child process of its interpreter
 (``python benchmarks/overhead.py --inner NAME ...``).
@@ -231,9 +237,53 @@ def _plain_theano(spec, config, data, params, batches_per_epoch, first_max_grad=
     return train, accuracy
 
 
+def _plain_jax(spec, config, data, params, batches_per_epoch):
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from dltune.backends._jax import forward
+
+    x_train, y_train, x_test, y_test = data
+    tx = optax.chain(optax.add_decayed_weights(config["weight_decay"]),
+                     optax.sgd(config["learning_rate"], momentum=config["momentum"]))
+    x, y = jnp.asarray(x_train), jnp.asarray(y_train.astype(np.int32))
+
+    @jax.jit
+    def step(weights, opt_state, x, y, idx):
+        def loss_fn(w):
+            logits = forward(spec, w, [], x[idx])[0]
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y[idx]).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(weights)
+        updates, opt_state = tx.update(grads, opt_state, weights)
+        return optax.apply_updates(weights, updates), opt_state, loss
+
+    weights = [jnp.asarray(p) for p in params]
+    opt_state = tx.init(weights)
+    for size in {len(idx) for batches in batches_per_epoch for idx in batches}:
+        step(weights, opt_state, x, y, np.zeros(size, np.int32))  # compiled before timing
+
+    def train() -> tuple[float, float]:
+        nonlocal weights, opt_state
+        t0, c0 = time.perf_counter(), time.process_time()
+        for batches in batches_per_epoch:
+            for idx in batches:
+                weights, opt_state, loss = step(weights, opt_state, x, y, idx.astype(np.int32))
+        loss.block_until_ready()
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def accuracy() -> float:
+        logits = jax.jit(lambda w, xt: forward(spec, w, [], xt)[0])(weights, jnp.asarray(x_test))
+        return float((np.asarray(logits).argmax(1) == y_test).mean())
+
+    return train, accuracy
+
+
 PLAIN = {
     "torch": _plain_torch,
     "tensorflow": _plain_tensorflow,
+    "jax": _plain_jax,
     "mxnet": _plain_mxnet,
     "theano": _plain_theano,
 }
@@ -282,6 +332,73 @@ def inner(args: argparse.Namespace) -> None:
                       "version": trainer_cls.framework_version()}))
 
 
+def _config(args: argparse.Namespace, name: str):
+    from dltune.config import ThreadConfig, TrainConfig
+
+    return TrainConfig(framework=name, epochs=args.epochs, batch_size=args.batch_size,
+                       threads=ThreadConfig.uniform(args.threads)).validate()
+
+
+def first_later(args: argparse.Namespace, names: list[str]) -> None:
+    """First run / later runs in fresh workers: three runs per worker, the ratio of the first
+    run's training time to the median of the two later ones; the backends alternate."""
+    from dltune._bench import measure
+    from dltune._workload import Workload
+    from dltune.runtime import WorkerPool
+
+    workload = Workload.from_name(args.workload, args.model)
+    ratios: dict[str, list[float]] = {n: [] for n in names}
+    compile_s: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for i in range(args.fresh_workers):
+        for name in names if i % 2 == 0 else names[::-1]:
+            with WorkerPool(max_workers=1) as pool:
+                runs = [measure(workload, _config(args, name), pool=pool) for _ in range(3)]
+            failed = [r for r in runs if r.status != "ok"]
+            if failed:
+                print(f"{name:<12}failed: {failed[0].error}")
+                continue
+            train = [r.metrics["train_time_s"] for r in runs]
+            ratios[name].append(train[0] / statistics.median(train[1:]))
+            compile_s[name].append((runs[0].metrics["compile_time_s"], runs[1].metrics["compile_time_s"]))
+    print(f"\nfirst run / later runs in a fresh worker ({args.fresh_workers} workers each, "
+          "alternated; target <= 1.03)")
+    print(f"{'backend':<12}{'median':>8}{'min..max':>12}{'compile first s':>17}{'compile later s':>17}")
+    for name in names:
+        if ratios[name]:
+            r = sorted(ratios[name])
+            first, later = (statistics.median(c[k] for c in compile_s[name]) for k in (0, 1))
+            print(f"{name:<12}{statistics.median(r):>8.3f}{f'{r[0]:.2f}..{r[-1]:.2f}':>12}"
+                  f"{first:>17.3f}{later:>17.3f}")
+
+
+def bench_share(args: argparse.Namespace, names: list[str]) -> None:
+    """``dltune bench --repeats N`` per backend, as a user runs it: the share of its wall time
+    outside the runs' training epochs (imports, data loading, workers, tracing, evaluation)."""
+    import tempfile
+
+    print(f"\ndltune bench --workload {args.workload} --model {args.model} --repeats {args.bench_repeats} "
+          "(its default epochs, batch size and threads): wall time outside training (target <= 15 %)")
+    print(f"{'backend':<12}{'wall s':>8}{'train s':>9}{'outside':>9}")
+    for name in names:
+        cmd = [sys.executable, "-m", "dltune.cli", "bench", "--workload", args.workload, "--model",
+               args.model, "--frameworks", name, "--repeats", str(args.bench_repeats),
+               "--storage", "none", "--json", "-q"]
+        with tempfile.TemporaryDirectory() as folder:
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            print(f"{name:<12}failed: {proc.stderr.strip().splitlines()[-1:]}")
+            continue
+        metrics = json.loads(proc.stdout)[0]["metrics"]
+        train = sum(r["train_time_s"] for r in metrics["repeats"])
+        # A noisy cell is measured twice and the steadier kept: count the other as its like.
+        rerun = bool(metrics.get("timing_rerun"))
+        train *= 2 if rerun else 1
+        print(f"{name:<12}{wall:>8.2f}{train:>9.2f}{1 - train / wall:>9.1%}"
+              + ("   (timing rerun: training counted twice)" if rerun else ""))
+
+
 def outer(args: argparse.Namespace) -> int:
     """Parent side: load the data once, run each backend's child, print the table."""
     from dltune._bench import interpreter_for, worker_extra_env
@@ -300,7 +417,9 @@ def outer(args: argparse.Namespace) -> int:
           f"{args.threads} thread(s), {args.repeats} alternating repeats")
     print(f"{'backend':<12}{'dltune s':>10}{'plain s':>10}{'ratio':>8}{'min..max':>12}"
           f"{'cpu ratio':>11}{'acc dltune':>12}{'acc plain':>11}")
-    for name in args.backends.split(","):
+    names = args.backends.split(",")
+    # --repeats 0: only the fresh-worker and bench measurements below.
+    for name in [n for n in names if n in PLAIN and args.repeats > 0]:
         config = TrainConfig(framework=name, epochs=args.epochs, batch_size=args.batch_size,
                              threads=threads).validate()
         env = worker_environment(threads.environment(), worker_extra_env(name))
@@ -322,6 +441,10 @@ def outer(args: argparse.Namespace) -> int:
               f"{ratio:>8.3f}{f'{pairs[0]:.2f}..{pairs[-1]:.2f}':>12}{cpu_ratio:>11.3f}"
               f"{out['accuracy']['dltune']:>12.3f}{out['accuracy']['plain']:>11.3f}"
               f"   ({out['version']})")
+    if args.fresh_workers:
+        first_later(args, names)
+    if args.bench_repeats:
+        bench_share(args, names)
     return 0
 
 
@@ -336,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--first-max-grad", action="store_true",
                         help="theano: give the plain loop dltune's first-maximum pooling gradient")
+    parser.add_argument("--fresh-workers", type=int, default=5,
+                        help="fresh workers per backend for first / later runs (0: skip)")
+    parser.add_argument("--bench-repeats", type=int, default=5,
+                        help="--repeats of the timed `dltune bench` (0: skip)")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)

@@ -69,7 +69,11 @@ class Trainer(ABC):
         """Move the data into the framework once."""
 
     def compile(self) -> None:  # noqa: B027 - optional hook
-        """Trace or compile what training and prediction need, without changing weights."""
+        """Trace or compile what training and prediction need, then warm up: run them once on
+        the batch sizes the epochs use (:func:`~dltune.backends._common.epoch_batch_sizes`)
+        where a framework compiles, instantiates or allocates on first use, and leave the
+        weights, optimizer state, running statistics and random streams as built. Timed apart
+        from training (``compile_time_s``), so a first run trains as fast as a later one."""
 
     @abstractmethod
     def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:

@@ -22,9 +22,12 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from dltune.backends._base import Trainer
+from dltune.backends._common import epoch_batch_sizes
 from dltune.models._spec import (
     BATCH_NORM_EPSILON,
     BATCH_NORM_MOMENTUM,
+    GRU,
+    LSTM,
     Activation,
     AvgPool1D,
     AvgPool2D,
@@ -63,6 +66,33 @@ class _Residual(gluon.HybridBlock):
         return self.body(x) + self.shortcut(x)
 
 
+class _Recurrent(gluon.HybridBlock):
+    """dltune's LSTM or GRU (models/_recurrent.py) on a channels-first (N, F, T) map: Gluon's
+    fused layer, whose gate orders (LSTM i, f, c, o; GRU r, z, n) and reset placement are dltune's."""
+
+    def __init__(self, layer: LSTM | GRU, features: int) -> None:
+        super().__init__()
+        self.return_sequences = layer.return_sequences
+        with self.name_scope():
+            kind = gluon.rnn.LSTM if isinstance(layer, LSTM) else gluon.rnn.GRU
+            self.rnn = kind(layer.units, layout="NTC", input_size=features)
+        if isinstance(layer, LSTM):
+            # dltune's LSTM has one bias: Gluon's second (initialised to zeros) only adds to it.
+            self.rnn.l0_h2h_bias.grad_req = "null"
+
+    def trained_params(self) -> list[Any]:
+        """The kernels ((out, in): the canonical ones transposed), then the trained biases."""
+        rnn = self.rnn
+        return [p for p in (rnn.l0_i2h_weight, rnn.l0_h2h_weight, rnn.l0_i2h_bias, rnn.l0_h2h_bias)
+                if p.grad_req != "null"]
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        out = self.rnn(F.transpose(x, axes=(0, 2, 1)))  # (N, T, units)
+        if self.return_sequences:
+            return F.transpose(out, axes=(0, 2, 1))
+        return F.squeeze(F.slice_axis(out, axis=1, begin=-1, end=None), axis=1)
+
+
 def build_gluon_model(spec: ModelSpec) -> gluon.nn.HybridSequential:
     """The spec as a Gluon network on NCHW / NCW inputs (canonical flatten order is native)."""
     return _gluon_sequence(spec.layers, tuple(spec.input_shape))
@@ -98,6 +128,8 @@ def _gluon_sequence(layers: tuple, input_shape: tuple[int, ...]) -> gluon.nn.Hyb
                         in_channels=shape[0], layout="NCW",
                     )
                 )
+            elif isinstance(layer, (LSTM, GRU)):
+                net.add(_Recurrent(layer, shape[0]))
             elif isinstance(layer, MaxPool1D):
                 net.add(gluon.nn.MaxPool1D(layer.size, layer.stride))
             elif isinstance(layer, AvgPool1D):
@@ -132,7 +164,7 @@ def _leaf_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
 
 def _param_blocks(net: gluon.nn.HybridSequential) -> list[Any]:
     return [b for b in _leaf_blocks(net) if isinstance(
-        b, (gluon.nn.Conv2D, gluon.nn.Conv1D, gluon.nn.Dense, gluon.nn.BatchNorm, gluon.nn.Embedding))]
+        b, (gluon.nn.Conv2D, gluon.nn.Conv1D, gluon.nn.Dense, gluon.nn.BatchNorm, gluon.nn.Embedding, _Recurrent))]
 
 
 def _running_stats(net: gluon.nn.HybridSequential) -> list[Any]:
@@ -191,9 +223,14 @@ class MXNetTrainer(Trainer):
         self.net = build_gluon_model(self.spec)
         self.net.initialize(ctx=self.ctx)
         self.params: list[Any] = []
-        # Whether each parameter is a Dense weight: (out, in), the canonical (in, out) transposed.
+        # Whether each parameter is a Dense or recurrent weight: (out, in), the canonical (in, out) transposed.
         self._transposed: list[bool] = []
         for block in _param_blocks(self.net):
+            if isinstance(block, _Recurrent):
+                weights = block.trained_params()
+                self.params += weights
+                self._transposed += [True, True] + [False] * (len(weights) - 2)
+                continue
             if isinstance(block, gluon.nn.BatchNorm):
                 weights = [block.gamma, block.beta]
             elif isinstance(block, gluon.nn.Embedding):
@@ -232,12 +269,12 @@ class MXNetTrainer(Trainer):
         return loss
 
     def compile(self) -> None:
-        # Build both cached graphs (training with gradients, inference) on real shapes.
-        # Gradients are written but no update is applied, so the weights stay as built.
-        # The training pass moves the running statistics: they are put back afterwards.
+        # Build both cached graphs (training with gradients, inference) on the shapes of the
+        # epochs' batches. Gradients are written but no update is applied, so the weights stay
+        # as built. The training passes move the running statistics: they are put back afterwards.
         running = [(stat, stat.data().copy()) for stat in _running_stats(self.net)]
-        n = min(int(self.config["batch_size"]), int(self.x_train.shape[0]))
-        self._forward_backward(mx.nd.arange(n, ctx=self.ctx)).wait_to_read()
+        for n in epoch_batch_sizes(int(self.x_train.shape[0]), int(self.config["batch_size"])):
+            self._forward_backward(mx.nd.arange(n, ctx=self.ctx)).wait_to_read()
         self.net(self.x_test[:_PREDICT_CHUNK]).wait_to_read()
         for stat, value in running:
             stat.set_data(value)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from dltune.backends._base import Trainer
+from dltune.backends._numpy_recurrent import recurrent_backward, recurrent_forward
+from dltune.models._recurrent import RecurrentLayer
 from dltune.models._spec import (
     BATCH_NORM_EPSILON,
     BATCH_NORM_MOMENTUM,
@@ -266,6 +268,10 @@ def _forward_layers(layers: tuple, params: list[np.ndarray], x: np.ndarray,
             p += 1
         elif isinstance(layer, (MaxPool1D, AvgPool1D)):
             x, cache = _pool1d_forward(layer, x)
+        elif isinstance(layer, RecurrentLayer):
+            n = 2 + layer.BIASES  # the kernels, then the biases
+            x, cache = recurrent_forward(layer, x, params[p : p + n])
+            p += n
         elif isinstance(layer, GlobalAvgPool2D):
             cache = x.shape
             x = x.mean(axis=(2, 3))
@@ -330,6 +336,10 @@ def _backward_layers(
             np.add.at(grads[p], cache, d.transpose(0, 2, 1))
         elif isinstance(layer, (MaxPool1D, AvgPool1D)):
             d = _pool1d_backward(layer, cache, d)
+        elif isinstance(layer, RecurrentLayer):
+            n = 2 + layer.BIASES
+            p -= n
+            d, grads[p : p + n] = recurrent_backward(layer, cache, params[p : p + n], d)
         elif isinstance(layer, GlobalAvgPool2D):
             n, c, h, w = cache
             d = np.broadcast_to((d / np.float32(h * w))[:, :, None, None], cache).copy()

@@ -1,8 +1,9 @@
 """PyTensor backend (Theano's maintained successor), in the main environment.
 
 PyTensor 3 has no ``conv2d`` or pooling op, so both are built from its tensor primitives:
-a convolution is im2col (the kernel's ``k * k`` strided slices of the padded input, stacked)
-followed by one matrix product; pooling reduces the same stacked windows. Max pooling sends
+a convolution is im2col (the kernel's ``k * k`` windows of the padded input, gathered at once:
+:func:`~dltune.backends._common.graph_windows`) followed by one matrix product; pooling reduces
+the same windows. Max pooling sends
 its gradient to the first maximum of each window, as PyTorch, TensorFlow and MXNet do (a plain
 ``max`` would share it among tied inputs). Functions are compiled in
 :meth:`PyTensorTrainer.compile`, timed apart from training, in the mode
@@ -37,47 +38,16 @@ from pytensor.tensor.special import log_softmax  # noqa: E402
 from dltune.backends._base import Trainer  # noqa: E402
 from dltune.backends._common import (  # noqa: E402
     CompiledGraphTrainer,
-    graph_batch_norm,
-    graph_conv1d,
-    graph_pool1d,
+    GraphOps,
+    graph_layers,
     graph_updates,
+    graph_windows,
 )
-from dltune.models._spec import (  # noqa: E402
-    Activation,
-    AvgPool1D,
-    AvgPool2D,
-    BatchNorm,
-    Conv1D,
-    Conv2D,
-    Dense,
-    Dropout,
-    Embedding,
-    Flatten,
-    GlobalAvgPool2D,
-    MaxPool1D,
-    MaxPool2D,
-    ModelSpec,
-    Residual,
-    sequence_shapes,
-)
+from dltune.models._spec import AvgPool2D, Conv2D, MaxPool2D, ModelSpec  # noqa: E402
 
 __all__ = ["PyTensorTrainer", "TRAINER", "build_graph", "conv2d", "pool2d"]
 
 _FLOAT = "float32"
-
-
-def _windows(x: Any, size: int, stride: int, out_hw: tuple[int, int]) -> Any:
-    """The ``size * size`` strided views of ``x`` (N, C, H, W), stacked: (N, C, size*size, oh, ow).
-
-    Window element (i, j) sits at index ``i * size + j`` (row-major, as in a conv weight).
-    """
-    oh, ow = out_hw
-    views = [
-        x[:, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride]
-        for i in range(size)
-        for j in range(size)
-    ]
-    return pt.stack(views, axis=2)
 
 
 def conv2d(x: Any, w: Any, b: Any, layer: Conv2D, in_shape: tuple[int, ...]) -> Any:
@@ -89,9 +59,10 @@ def conv2d(x: Any, w: Any, b: Any, layer: Conv2D, in_shape: tuple[int, ...]) -> 
         p = k // 2
         padded = pt.zeros((x.shape[0], c, h + 2 * p, width + 2 * p), dtype=_FLOAT)
         x = pt.set_subtensor(padded[:, :, p : p + h, p : p + width], x)
-    cols = _windows(x, k, layer.stride, (oh, ow))  # (N, C, k*k, oh, ow)
+        h, width = h + 2 * p, width + 2 * p
+    cols = graph_windows(x, (h, width), k, layer.stride, (oh, ow))  # (k*k, oh, ow, N, C)
     n = x.shape[0]
-    cols = cols.dimshuffle(0, 3, 4, 1, 2).reshape((n * oh * ow, c * k * k))
+    cols = cols.dimshuffle(3, 1, 2, 4, 0).reshape((n * oh * ow, c * k * k))
     out = pt.dot(cols, w.reshape((f, c * k * k)).T)  # (N*oh*ow, F)
     return out.reshape((n, oh, ow, f)).dimshuffle(0, 3, 1, 2) + b.dimshuffle("x", 0, "x", "x")
 
@@ -99,12 +70,21 @@ def conv2d(x: Any, w: Any, b: Any, layer: Conv2D, in_shape: tuple[int, ...]) -> 
 def pool2d(x: Any, layer: MaxPool2D | AvgPool2D, in_shape: tuple[int, ...]) -> Any:
     """Max or average pooling without padding (output size rounds down)."""
     _, oh, ow = layer.output_shape(in_shape)
-    windows = _windows(x, layer.size, layer.stride, (oh, ow))  # (N, C, s*s, oh, ow)
+    windows = graph_windows(x, in_shape[1:], layer.size, layer.stride, (oh, ow))  # (s*s, oh, ow, N, C)
     if isinstance(layer, AvgPool2D):
-        return windows.mean(axis=2)
-    first = pt.argmax(windows, axis=2, keepdims=True)  # no gradient flows through the index
-    positions = pt.arange(layer.size * layer.size).reshape((1, 1, -1, 1, 1))
-    return (windows * pt.eq(positions, first).astype(_FLOAT)).sum(axis=2)
+        return windows.mean(axis=0).dimshuffle(2, 3, 0, 1)
+    first = pt.argmax(windows, axis=0, keepdims=True)  # no gradient flows through the index
+    positions = pt.arange(layer.size * layer.size).reshape((-1, 1, 1, 1, 1))
+    return (windows * pt.eq(positions, first).astype(_FLOAT)).sum(axis=0).dimshuffle(2, 3, 0, 1)
+
+
+def _scan(fn: Any, **kwargs: Any) -> Any:
+    """PyTensor's ``scan``, its outputs only."""
+    return pytensor.scan(fn, return_updates=False, **kwargs)
+
+
+_GRAPH = GraphOps(pt, _scan, conv2d, pool2d,
+                  {"relu": lambda h: pt.maximum(h, np.float32(0.0)), "tanh": pt.tanh, "sigmoid": pt.sigmoid})
 
 
 def build_graph(
@@ -116,61 +96,19 @@ def build_graph(
     ``rng`` (a shared random generator) turns training mode on (dropout, batch statistics);
     None gives the inference graph.
     """
-    updates: dict[Any, Any] = {}
-    h, next_rng = _apply_layers(spec.layers, tuple(spec.input_shape), x, iter(params), iter(state), rng, updates)
-    if rng is not None and next_rng is not rng:
-        updates[rng] = next_rng
+    current = [rng]  # each dropout mask draws from the generator the previous one returned
+
+    def dropout(h: Any, keep: float) -> Any:
+        current[0], mask = current[0].binomial(1, keep, size=h.shape)
+        return h * mask.astype(_FLOAT) / np.float32(keep)
+
+    moved: list[tuple[Any, Any]] = []
+    h = graph_layers(_GRAPH, spec.layers, tuple(spec.input_shape), x, iter(params), iter(state),
+                     None if rng is None else dropout, moved)
+    updates = dict(moved)
+    if current[0] is not rng:
+        updates[rng] = current[0]
     return h, updates
-
-
-def _apply_layers(layers: tuple, input_shape: tuple[int, ...], h: Any, tensors: Any, running: Any, rng: Any,
-                  updates: dict[Any, Any]) -> tuple[Any, Any]:
-    """``layers`` on ``h``, taking parameters and running statistics from the iterators in
-    order; adds the statistics' updates to ``updates``, returns the output and the next RNG."""
-    next_rng = rng
-    for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
-        if isinstance(layer, Residual):
-            body, next_rng = _apply_layers(layer.body, shape, h, tensors, running, next_rng, updates)
-            short, next_rng = _apply_layers(layer.shortcut, shape, h, tensors, running, next_rng, updates)
-            h = body + short
-        elif isinstance(layer, Conv2D):
-            h = conv2d(h, next(tensors), next(tensors), layer, shape)
-        elif isinstance(layer, (MaxPool2D, AvgPool2D)):
-            h = pool2d(h, layer, shape)
-        elif isinstance(layer, Embedding):
-            # Token ids held as floats; (N, L, dim) rows to the channels-first (N, dim, L).
-            h = next(tensors)[pt.cast(h, "int64")].dimshuffle(0, 2, 1)
-        elif isinstance(layer, Conv1D):
-            h = graph_conv1d(pt, h, next(tensors), next(tensors), layer, shape)
-        elif isinstance(layer, (MaxPool1D, AvgPool1D)):
-            h = graph_pool1d(pt, h, layer, shape)
-        elif isinstance(layer, GlobalAvgPool2D):
-            h = h.mean(axis=(2, 3))
-        elif isinstance(layer, BatchNorm):
-            h, moved = graph_batch_norm(h, next(tensors), next(tensors), [next(running), next(running)],
-                                        rng is not None, pt.sqrt)
-            updates.update(moved)
-        elif isinstance(layer, Flatten):
-            h = h.reshape((h.shape[0], -1))
-        elif isinstance(layer, Dense):
-            w, b = next(tensors), next(tensors)
-            h = pt.dot(h, w) + b
-        elif isinstance(layer, Activation):
-            if layer.function == "relu":
-                h = pt.maximum(h, np.float32(0.0))
-            elif layer.function == "tanh":
-                h = pt.tanh(h)
-            else:
-                h = pt.sigmoid(h)
-        elif isinstance(layer, Dropout):
-            if rng is not None and layer.rate > 0:
-                keep = 1.0 - layer.rate
-                next_rng, mask = next_rng.binomial(1, keep, size=h.shape)
-                mask = mask.astype(_FLOAT)
-                h = h * mask / np.float32(keep)
-        else:
-            raise TypeError(f"pytensor backend cannot build layer {layer.kind!r}")
-    return h, next_rng
 
 
 class PyTensorTrainer(CompiledGraphTrainer, Trainer):
@@ -239,17 +177,7 @@ class PyTensorTrainer(CompiledGraphTrainer, Trainer):
         x_eval = pt.tensor("x_eval", dtype=_FLOAT, shape=(None,) * (1 + len(self.spec.input_shape)))
         prediction = pt.argmax(build_graph(self.spec, x_eval, self.params, None, self.state)[0], axis=1)
         self._predict_fn = pytensor.function([x_eval], prediction, name="dltune_predict")
-        # Some ops finish compiling (or load their C module) on first call: pay that here,
-        # then restore every shared value so that the weights and optimizer state are untouched.
-        saved = [p.get_value() for p in self.params]
-        states = [(s, s.get_value()) for s in self._train_fn.get_shared() if s not in self.params]
-        n = min(int(self.config["batch_size"]), len(self.x_test), self.x_train.get_value().shape[0])
-        self._train_fn(np.arange(n, dtype=np.int64), np.float32(0.0))
-        self._predict_fn(self.x_test[:n])
-        for p, value in zip(self.params, saved, strict=True):
-            p.set_value(value)
-        for shared, value in states:
-            shared.set_value(value)
+        self._warm_up()
 
 
 TRAINER = PyTensorTrainer

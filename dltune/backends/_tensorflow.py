@@ -1,5 +1,8 @@
 """TensorFlow backend: a Keras 3 model on TensorFlow, trained one epoch per tf.function call.
 
+The function is traced once per model and optimizer in a worker process (:class:`_Graph`):
+a later run of the same model re-assigns its initial weights and state instead.
+
 The update rules are written out (PyTorch's definitions of SGD, momentum and Adam, L2 weight
 decay added to the gradient) so that every backend optimises the same way; Keras' own
 optimizers differ in where epsilon and the momentum's learning rate sit.
@@ -7,6 +10,7 @@ optimizers differ in where epsilon and the momentum's learning rate sit.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -22,11 +26,14 @@ from dltune.backends._common import (  # noqa: E402
     aligned_empty,
     dense_rows_chw_to_hwc,
     dense_rows_hwc_to_chw,
+    epoch_batch_sizes,
     is_aligned,
 )
 from dltune.models._spec import (  # noqa: E402
     BATCH_NORM_EPSILON,
     BATCH_NORM_MOMENTUM,
+    GRU,
+    LSTM,
     Activation,
     AvgPool1D,
     AvgPool2D,
@@ -46,6 +53,10 @@ from dltune.models._spec import (  # noqa: E402
 
 __all__ = ["TensorFlowTrainer", "TRAINER", "build_keras_model", "flattened_chw", "host_tensor",
            "keras_input_shape", "takes_nchw"]
+
+
+# Test samples per prediction call.
+_PREDICT_CHUNK = 1024
 
 
 def takes_nchw(spec: ModelSpec) -> bool:
@@ -110,6 +121,13 @@ def _keras_layers(spec_layers: tuple) -> list[Any]:
             layers.append(keras.layers.Embedding(layer.vocab_size, layer.dim))
         elif isinstance(layer, Conv1D):
             layers.append(keras.layers.Conv1D(layer.filters, layer.kernel, layer.stride, layer.padding))
+        elif isinstance(layer, LSTM):
+            # Keras' weights are the canonical ones: (in, out) kernels, gates i, f, c, o, one bias.
+            # Not unrolled (LSTM and GRU): no faster on the CPU, and the loop keeps cuDNN on a GPU.
+            layers.append(keras.layers.LSTM(layer.units, return_sequences=layer.return_sequences))
+        elif isinstance(layer, GRU):
+            # reset_after=True: the reset gate after the recurrent product (see _gru_weights).
+            layers.append(keras.layers.GRU(layer.units, return_sequences=layer.return_sequences, reset_after=True))
         elif isinstance(layer, MaxPool1D):
             layers.append(keras.layers.MaxPooling1D(layer.size, layer.stride))
         elif isinstance(layer, AvgPool1D):
@@ -153,15 +171,132 @@ def host_tensor(array: np.ndarray) -> tf.Tensor:
         return tf.constant(array)
 
 
-def _param_layers(model: Any) -> list[Any]:
-    """The layers holding weights, in the canonical order (a residual's body, then its shortcut)."""
+def _swap_first_gates(a: np.ndarray) -> np.ndarray:
+    """A GRU weight's or bias' gate blocks (last axis) from r, z, n to Keras' z, r, n, and back."""
+    r, z, n = np.split(a, 3, axis=-1)
+    return np.concatenate([z, r, n], axis=-1)
+
+
+def _gru_weights(weights: list[np.ndarray]) -> list[np.ndarray]:
+    """A canonical GRU's kernel, recurrent kernel, input and recurrent bias as Keras holds them."""
+    kernel, recurrent, input_bias, recurrent_bias = (_swap_first_gates(w) for w in weights)
+    return [kernel, recurrent, np.stack([input_bias, recurrent_bias])]
+
+
+def _leaf_layers(model: Any) -> list[Any]:
+    """The layers in order, a residual's body then its shortcut in its place."""
     result: list[Any] = []
     for layer in model.layers if isinstance(model, keras.Sequential) else model:
-        if isinstance(layer, _Residual):
-            result += _param_layers(layer.body + layer.shortcut)
-        elif layer.weights:
-            result.append(layer)
+        result += _leaf_layers(layer.body + layer.shortcut) if isinstance(layer, _Residual) else [layer]
     return result
+
+
+def _param_layers(model: Any) -> list[Any]:
+    """The layers holding weights, in the canonical order (a residual's body, then its shortcut)."""
+    return [layer for layer in _leaf_layers(model) if layer.weights]
+
+
+class _Graph:
+    """A Keras model, its optimizer state, and its training epoch and prediction, traced once.
+
+    Kept per process (:func:`_graph`) for each model spec, device, optimizer kind and whether
+    weight decay is on: a later run of the same model in a warm worker re-assigns the initial
+    weights and state instead of tracing again. Data, learning rates, momentum and decay are
+    arguments or variables, so nothing of one run is baked into the trace; the batch shape is
+    dynamic, so every batch size shares it. One trainer uses a graph at a time.
+    """
+
+    def __init__(self, spec: ModelSpec, device: str, kind: str, decayed: bool) -> None:
+        self.kind, self.decayed = kind, decayed
+        with tf.device(device):
+            self.model = build_keras_model(spec)
+            self.variables = list(self.model.trainable_variables)
+            self.slots = [tf.Variable(tf.zeros(v.shape)) for v in self.variables]
+            self.slots2 = [tf.Variable(tf.zeros(v.shape)) for v in self.variables] if kind == "adam" else []
+            self.step_count, self.loss_sum = tf.Variable(0.0), tf.Variable(0.0)
+            self.decay, self.mu = tf.Variable(0.0), tf.Variable(0.0)
+        self.seed_states = [layer.seed_generator.state for layer in _leaf_layers(self.model)
+                            if getattr(layer, "seed_generator", None) is not None]
+        x_spec = tf.TensorSpec([None, *keras_input_shape(spec)], tf.float32)
+        index, rates = tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.float32)
+        # The whole epoch is one graph (a loop over the batches): no Python, no tensor
+        # creation and no function dispatch per step.
+        self.epoch = tf.function(self._epoch, input_signature=[x_spec, index, index, index, rates])
+        self.infer = tf.function(lambda x: tf.argmax(self.model(x, training=False), axis=1),
+                                 input_signature=[x_spec])
+
+    def reset(self, decay: float, mu: float, seed: int) -> None:
+        """Optimizer state to zero, this run's decay and momentum, and each dropout's random
+        stream to its start for ``seed`` (the weights are the caller's to assign)."""
+        for slot in self.slots + self.slots2:
+            slot.assign(tf.zeros(slot.shape))
+        self.step_count.assign(0.0)
+        self.decay.assign(decay)
+        self.mu.assign(mu)
+        for i, state in enumerate(self.seed_states):
+            # Each dropout layer's own stream, derived from the run's seed alone.
+            start = int(np.random.default_rng([seed, i, 7919]).integers(1, 2**31))
+            state.assign(np.array([start, 0], dtype=np.int64))
+
+    def _apply(self, grads: list[tf.Tensor], lr: tf.Tensor) -> None:
+        if self.kind == "adam":
+            self.step_count.assign_add(1.0)
+            t = self.step_count
+            correction1 = 1.0 - tf.pow(0.9, t)
+            correction2 = 1.0 - tf.pow(0.999, t)
+        for i, (var, grad) in enumerate(zip(self.variables, grads, strict=False)):
+            # An embedding's gradient comes as IndexedSlices; every backend updates densely.
+            grad = tf.convert_to_tensor(grad)
+            if self.decayed:
+                grad = grad + self.decay * var.value
+            if self.kind == "sgd":
+                var.assign_sub(lr * grad)
+            elif self.kind == "momentum":
+                buf = self.slots[i]
+                buf.assign(self.mu * buf + grad)
+                var.assign_sub(lr * buf)
+            else:
+                m, v = self.slots[i], self.slots2[i]
+                m.assign(0.9 * m + 0.1 * grad)
+                v.assign(0.999 * v + 0.001 * tf.square(grad))
+                denom = tf.sqrt(v / correction2) + 1e-8
+                var.assign_sub(lr / correction1 * m / denom)
+
+    def _step(self, x: tf.Tensor, y: tf.Tensor, idx: tf.Tensor, lr: tf.Tensor) -> tf.Tensor:
+        xb = tf.gather(x, idx)
+        yb = tf.gather(y, idx)
+        with tf.GradientTape() as tape:
+            logits = self.model(xb, training=True)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yb, logits=logits)
+            )
+        self._apply(tape.gradient(loss, self.variables), lr)
+        self.loss_sum.assign_add(loss * tf.cast(tf.shape(idx)[0], tf.float32))
+        return loss
+
+    def _epoch(self, x: tf.Tensor, y: tf.Tensor, order: tf.Tensor, bounds: tf.Tensor, lrs: tf.Tensor) -> tf.Tensor:
+        """Batch ``i`` is ``order[bounds[i]:bounds[i + 1]]``, trained with rate ``lrs[i]``."""
+        self.loss_sum.assign(0.0)
+        for i in tf.range(tf.shape(lrs)[0]):
+            self._step(x, y, order[bounds[i] : bounds[i + 1]], lrs[i])
+        return self.loss_sum.read_value()
+
+
+# Graphs kept in this process, the most recently used last; a few models' worth of variables.
+_GRAPHS: dict[tuple[Any, ...], _Graph] = {}
+_MAX_GRAPHS = 4
+
+
+def _graph(spec: ModelSpec, device: str, kind: str, decayed: bool) -> _Graph:
+    """The process's :class:`_Graph` for this model and optimizer, built on first use."""
+    key = (json.dumps(spec.to_dict(), sort_keys=True), device, kind, decayed)
+    graph = _GRAPHS.pop(key, None)
+    if graph is None:
+        graph = _Graph(spec, device, kind, decayed)
+        while len(_GRAPHS) >= _MAX_GRAPHS:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+    _GRAPHS[key] = graph
+    return graph
 
 
 class TensorFlowTrainer(Trainer):
@@ -200,12 +335,25 @@ class TensorFlowTrainer(Trainer):
                 )
             # Full float32, as on the CPU and in every other backend (see the torch backend).
             tf.config.experimental.enable_tensor_float_32_execution(False)
-        with tf.device(device):
-            self.model = build_keras_model(self.spec)
+        cfg = self.config
+        self.kind = cfg["optimizer"]
+        self.decay = float(cfg.get("weight_decay", 0.0))
+        self.mu = float(cfg.get("momentum", 0.0))
+        self.graph = _graph(self.spec, device, self.kind, self.decay != 0.0)
+        self.model = self.graph.model
+        self._initial = params
+        self._assign(params)
+
+    def _assign(self, params: list[np.ndarray]) -> None:
+        """The weights ``params`` and the initial running statistics, optimizer state and
+        random streams: the state every run starts from."""
         flat_chw = flattened_chw(self.spec)
         tensors, states = iter(params), iter(self.spec.init_state())
         first_dense = True
         for layer in _param_layers(self.model):
+            if isinstance(layer, keras.layers.GRU):
+                layer.set_weights(_gru_weights([next(tensors) for _ in range(4)]))
+                continue
             w, *rest = (next(tensors) for _ in layer.trainable_weights)
             if w.ndim == 4:
                 w = w.transpose(2, 3, 1, 0)
@@ -217,75 +365,7 @@ class TensorFlowTrainer(Trainer):
                 first_dense = False
             running = [next(states) for _ in layer.non_trainable_weights]
             layer.set_weights([w, *rest, *running])
-        self.variables = list(self.model.trainable_variables)
-        cfg = self.config
-        self.kind = cfg["optimizer"]
-        self.decay = float(cfg.get("weight_decay", 0.0))
-        self.mu = float(cfg.get("momentum", 0.0))
-        with tf.device(device):
-            self.slots = [tf.Variable(tf.zeros(v.shape)) for v in self.variables]
-            self.slots2 = (
-                [tf.Variable(tf.zeros(v.shape)) for v in self.variables] if self.kind == "adam" else []
-            )
-            self.step_count = tf.Variable(0.0)
-            self.loss_sum = tf.Variable(0.0)
-        # The whole epoch is one graph (a loop over the batches): no Python, no tensor
-        # creation and no function dispatch per step.
-        self._epoch = tf.function(
-            self._train_epoch_graph,
-            input_signature=[
-                tf.TensorSpec([None], tf.int64),
-                tf.TensorSpec([None], tf.int64),
-                tf.TensorSpec([None], tf.float32),
-            ],
-        )
-        self._infer = tf.function(
-            lambda x: tf.argmax(self.model(x, training=False), axis=1),
-            input_signature=[tf.TensorSpec([None, *self.x_layout], tf.float32)],
-        )
-
-    def _apply(self, grads: list[tf.Tensor], lr: tf.Tensor) -> None:
-        if self.kind == "adam":
-            self.step_count.assign_add(1.0)
-            t = self.step_count
-            correction1 = 1.0 - tf.pow(0.9, t)
-            correction2 = 1.0 - tf.pow(0.999, t)
-        for i, (var, grad) in enumerate(zip(self.variables, grads, strict=False)):
-            # An embedding's gradient comes as IndexedSlices; every backend updates densely.
-            grad = tf.convert_to_tensor(grad)
-            if self.decay:
-                grad = grad + self.decay * var.value
-            if self.kind == "sgd":
-                var.assign_sub(lr * grad)
-            elif self.kind == "momentum":
-                buf = self.slots[i]
-                buf.assign(self.mu * buf + grad)
-                var.assign_sub(lr * buf)
-            else:
-                m, v = self.slots[i], self.slots2[i]
-                m.assign(0.9 * m + 0.1 * grad)
-                v.assign(0.999 * v + 0.001 * tf.square(grad))
-                denom = tf.sqrt(v / correction2) + 1e-8
-                var.assign_sub(lr / correction1 * m / denom)
-
-    def _train_step(self, idx: tf.Tensor, lr: tf.Tensor) -> tf.Tensor:
-        xb = tf.gather(self.x_train, idx)
-        yb = tf.gather(self.y_train, idx)
-        with tf.GradientTape() as tape:
-            logits = self.model(xb, training=True)
-            loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yb, logits=logits)
-            )
-        self._apply(tape.gradient(loss, self.variables), lr)
-        self.loss_sum.assign_add(loss * tf.cast(tf.shape(idx)[0], tf.float32))
-        return loss
-
-    def _train_epoch_graph(self, order: tf.Tensor, bounds: tf.Tensor, lrs: tf.Tensor) -> tf.Tensor:
-        """Batch ``i`` is ``order[bounds[i]:bounds[i + 1]]``, trained with rate ``lrs[i]``."""
-        self.loss_sum.assign(0.0)
-        for i in tf.range(tf.shape(lrs)[0]):
-            self._train_step(order[bounds[i] : bounds[i + 1]], lrs[i])
-        return self.loss_sum.read_value()
+        self.graph.reset(self.decay, self.mu, int(self.config["seed"]))
 
     @property
     def x_layout(self) -> tuple[int, ...]:
@@ -306,19 +386,30 @@ class TensorFlowTrainer(Trainer):
         self.x_train, self.y_train, self.x_test = tensors
 
     def compile(self) -> None:
-        self._epoch.get_concrete_function()
-        self._infer.get_concrete_function()
+        """Trace (once per :class:`_Graph`), then warm up: the epoch on each batch size the
+        epochs use and the prediction on each chunk size, after which the weights and state
+        are put back as they were built. Every run warms up: the first epoch call after the
+        state is assigned is slower again (about 80 ms on LeNet, 2 cores), traced or not."""
+        graph = self.graph
+        graph.epoch.get_concrete_function()
+        graph.infer.get_concrete_function()
+        for size in epoch_batch_sizes(int(self.x_test.shape[0]), _PREDICT_CHUNK):
+            graph.infer(self.x_test[:size])
+        train = epoch_batch_sizes(int(self.y_train.shape[0]), int(self.config["batch_size"]))
+        graph.epoch(self.x_train, self.y_train, np.concatenate([np.arange(s) for s in train]),
+                    np.cumsum([0, *train], dtype=np.int64), np.zeros(len(train), dtype=np.float32))
+        self._assign(self._initial)
 
     def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
         bounds = np.cumsum([0] + [len(b) for b in batches], dtype=np.int64)
         order = np.concatenate(batches).astype(np.int64, copy=False)
-        total = self._epoch(order, bounds, np.asarray(lrs, dtype=np.float32))
+        total = self.graph.epoch(self.x_train, self.y_train, order, bounds, np.asarray(lrs, dtype=np.float32))
         return float(total.numpy()) / int(bounds[-1])
 
     def predict(self) -> np.ndarray:
         n = int(self.x_test.shape[0])
-        parts = [self._infer(self.x_test[i : i + 1024]).numpy() for i in range(0, n, 1024)]
-        return np.concatenate(parts)
+        chunk = _PREDICT_CHUNK
+        return np.concatenate([self.graph.infer(self.x_test[i : i + chunk]).numpy() for i in range(0, n, chunk)])
 
     def get_params(self) -> list[np.ndarray]:
         flat_chw = flattened_chw(self.spec)
@@ -326,6 +417,9 @@ class TensorFlowTrainer(Trainer):
         first_dense = True
         for layer in _param_layers(self.model):
             w, *rest = (np.asarray(v) for v in layer.trainable_weights)
+            if isinstance(layer, keras.layers.GRU):
+                result += [_swap_first_gates(a) for a in (w, rest[0], *rest[1])]
+                continue
             if w.ndim == 4:
                 w = w.transpose(3, 2, 0, 1)
             elif w.ndim == 3:

@@ -31,34 +31,16 @@ from theano.tensor.signal.pool import pool_2d  # noqa: E402
 from dltune.backends._base import Trainer  # noqa: E402
 from dltune.backends._common import (  # noqa: E402
     CompiledGraphTrainer,
-    graph_batch_norm,
-    graph_conv1d,
-    graph_pool1d,
+    GraphOps,
+    graph_layers,
     graph_updates,
+    graph_windows,
 )
-from dltune.models._spec import (  # noqa: E402
-    Activation,
-    AvgPool1D,
-    AvgPool2D,
-    BatchNorm,
-    Conv1D,
-    Conv2D,
-    Dense,
-    Dropout,
-    Embedding,
-    Flatten,
-    GlobalAvgPool2D,
-    MaxPool1D,
-    MaxPool2D,
-    ModelSpec,
-    Residual,
-    sequence_shapes,
-)
+from dltune.models._spec import AvgPool2D, Conv2D, MaxPool2D, ModelSpec  # noqa: E402
 
 __all__ = ["TheanoTrainer", "TRAINER", "build_graph"]
 
 _FLOAT = "float32"
-_ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
 
 
 def _max_pool(h: Any, layer: MaxPool2D, in_shape: tuple[int, ...]) -> Any:
@@ -67,7 +49,7 @@ def _max_pool(h: Any, layer: MaxPool2D, in_shape: tuple[int, ...]) -> Any:
     Theano's own gradient (MaxPoolGrad) gives a tied window's gradient to every tied input;
     PyTorch, TensorFlow and MXNet give it to the first one (row-major). Images with flat
     backgrounds (MNIST, digits) tie often, so the forward pass stays ``pool_2d`` and only the
-    gradient is replaced: the windows as strided views, a one-hot of their argmax, and
+    gradient is replaced: the windows (one gather), a one-hot of their argmax, and
     Theano's gradient of that selection.
     """
     size, stride = layer.size, layer.stride
@@ -77,20 +59,48 @@ def _max_pool(h: Any, layer: MaxPool2D, in_shape: tuple[int, ...]) -> Any:
 
     def first_max_grad(inputs: list[Any], output_grads: list[Any]) -> list[Any]:
         (xi,), (gz,) = inputs, output_grads
-        windows = T.stack(
-            [
-                xi[:, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride]
-                for i in range(size)
-                for j in range(size)
-            ],
-            axis=2,
-        )
-        first = T.argmax(windows, axis=2, keepdims=True)
-        positions = T.arange(size * size).reshape((1, 1, -1, 1, 1))
-        picked = (windows * T.eq(positions, first)).sum(axis=2)
+        windows = graph_windows(xi, in_shape[1:], size, stride, (oh, ow))  # (s*s, oh, ow, N, C)
+        first = T.argmax(windows, axis=0, keepdims=True)
+        positions = T.arange(size * size).reshape((-1, 1, 1, 1, 1))
+        picked = (windows * T.eq(positions, first)).sum(axis=0).dimshuffle(2, 3, 0, 1)
         return [theano.grad(None, xi, known_grads={picked: gz})]
 
     return theano.OpFromGraph([x], [out], grad_overrides=first_max_grad, inline=True)(h)
+
+
+# Theano's compiled scan loop is Cython output of 2017 that does not build on Python 3.11
+# (longintrepr.h, PyCode_New): without the module, scan runs its own Python loop over the
+# compiled step function (Scan.execute), the fallback Theano takes where Cython is missing.
+sys.modules.setdefault("theano.scan_module.scan_perform_ext", None)
+
+
+def _scan(fn: Any, **kwargs: Any) -> Any:
+    """Theano's ``scan``, its outputs only."""
+    return theano.scan(fn, **kwargs)[0]
+
+
+def _conv2d(h: Any, w: Any, b: Any, layer: Conv2D, in_shape: tuple[int, ...]) -> Any:
+    out = conv2d(
+        h,
+        w,
+        input_shape=(None, *in_shape),
+        filter_shape=(layer.filters, in_shape[0], layer.kernel, layer.kernel),
+        border_mode="half" if layer.padding == "same" else "valid",
+        subsample=(layer.stride, layer.stride),
+        # The canonical layout is cross-correlation (as in PyTorch, TF, MXNet).
+        filter_flip=False,
+    )
+    return out + b.dimshuffle("x", 0, "x", "x")
+
+
+def _pool2d(h: Any, layer: MaxPool2D | AvgPool2D, in_shape: tuple[int, ...]) -> Any:
+    if isinstance(layer, MaxPool2D):
+        return _max_pool(h, layer, in_shape)
+    return pool_2d(h, ws=(layer.size, layer.size), stride=(layer.stride, layer.stride),
+                   ignore_border=True, mode="average_exc_pad")
+
+
+_GRAPH = GraphOps(T, _scan, _conv2d, _pool2d, {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid})
 
 
 def build_graph(
@@ -106,67 +116,14 @@ def build_graph(
     ``dropout_rng`` turns training mode on (dropout, batch statistics); None gives the
     inference graph.
     """
+
+    def dropout(h: Any, keep: float) -> Any:
+        return h * dropout_rng.binomial(h.shape, p=keep, dtype=_FLOAT) / np.float32(keep)
+
     updates: list[tuple[Any, Any]] = []
-    h = _apply_layers(spec.layers, tuple(spec.input_shape), x, iter(params), iter(state), dropout_rng, updates)
+    h = graph_layers(_GRAPH, spec.layers, tuple(spec.input_shape), x, iter(params), iter(state),
+                     None if dropout_rng is None else dropout, updates)
     return h, updates
-
-
-def _apply_layers(layers: tuple, input_shape: tuple[int, ...], h: Any, tensors: Any, running: Any,
-                  dropout_rng: MRG_RandomStreams | None, updates: list[tuple[Any, Any]]) -> Any:
-    """``layers`` on ``h``, taking parameters and running statistics from the iterators in
-    order; adds the statistics' updates to ``updates``."""
-    for layer, shape in zip(layers, sequence_shapes(layers, input_shape)[:-1], strict=True):
-        if isinstance(layer, Residual):
-            body = _apply_layers(layer.body, shape, h, tensors, running, dropout_rng, updates)
-            h = body + _apply_layers(layer.shortcut, shape, h, tensors, running, dropout_rng, updates)
-        elif isinstance(layer, Conv2D):
-            w, b = next(tensors), next(tensors)
-            h = conv2d(
-                h,
-                w,
-                input_shape=(None, *shape),
-                filter_shape=(layer.filters, shape[0], layer.kernel, layer.kernel),
-                border_mode="half" if layer.padding == "same" else "valid",
-                subsample=(layer.stride, layer.stride),
-                # The canonical layout is cross-correlation (as in PyTorch, TF, MXNet).
-                filter_flip=False,
-            )
-            h = h + b.dimshuffle("x", 0, "x", "x")
-        elif isinstance(layer, MaxPool2D):
-            h = _max_pool(h, layer, shape)
-        elif isinstance(layer, AvgPool2D):
-            h = pool_2d(
-                h, ws=(layer.size, layer.size), stride=(layer.stride, layer.stride),
-                ignore_border=True, mode="average_exc_pad",
-            )
-        elif isinstance(layer, Embedding):
-            # Token ids held as floats; (N, L, dim) rows to the channels-first (N, dim, L).
-            h = next(tensors)[T.cast(h, "int64")].dimshuffle(0, 2, 1)
-        elif isinstance(layer, Conv1D):
-            h = graph_conv1d(T, h, next(tensors), next(tensors), layer, shape)
-        elif isinstance(layer, (MaxPool1D, AvgPool1D)):
-            h = graph_pool1d(T, h, layer, shape)
-        elif isinstance(layer, GlobalAvgPool2D):
-            h = h.mean(axis=(2, 3))
-        elif isinstance(layer, BatchNorm):
-            h, moved = graph_batch_norm(h, next(tensors), next(tensors), [next(running), next(running)],
-                                        dropout_rng is not None, T.sqrt)
-            updates += moved
-        elif isinstance(layer, Flatten):
-            h = h.flatten(2)
-        elif isinstance(layer, Dense):
-            w, b = next(tensors), next(tensors)
-            h = T.dot(h, w) + b
-        elif isinstance(layer, Activation):
-            h = _ACTIVATIONS[layer.function](h)
-        elif isinstance(layer, Dropout):
-            if dropout_rng is not None and layer.rate > 0:
-                keep = 1.0 - layer.rate
-                mask = dropout_rng.binomial(h.shape, p=keep, dtype=_FLOAT)
-                h = h * mask / np.float32(keep)
-        else:
-            raise TypeError(f"theano backend cannot build layer {layer.kind!r}")
-    return h
 
 
 def _blas_threads() -> dict[str, Any]:
@@ -263,6 +220,7 @@ class TheanoTrainer(CompiledGraphTrainer, Trainer):
         x_eval = batch("x_eval")
         prediction = T.argmax(build_graph(self.spec, x_eval, self.params, None, self.state)[0], axis=1)
         self._predict_fn = theano.function([x_eval], prediction, name="dltune_predict")
+        self._warm_up()
 
 
 TRAINER = TheanoTrainer

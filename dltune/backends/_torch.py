@@ -10,9 +10,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from dltune.backends._base import Trainer
+from dltune.backends._common import epoch_batch_sizes
 from dltune.models._spec import (
     BATCH_NORM_EPSILON,
     BATCH_NORM_MOMENTUM,
+    GRU,
+    LSTM,
     Activation,
     AvgPool1D,
     AvgPool2D,
@@ -79,6 +82,30 @@ class _BatchNorm(nn.Module):
         return F.batch_norm(x, None, None, self.weight, self.bias, training=True, eps=BATCH_NORM_EPSILON)
 
 
+class _Recurrent(nn.Module):
+    """dltune's LSTM or GRU (models/_recurrent.py: PyTorch's gate order and reset placement)
+    on a channels-first (N, F, T) map."""
+
+    def __init__(self, layer: LSTM | GRU, features: int) -> None:
+        super().__init__()
+        self.rnn = (nn.LSTM if isinstance(layer, LSTM) else nn.GRU)(features, layer.units, batch_first=True)
+        self.return_sequences = layer.return_sequences
+        if isinstance(layer, LSTM):
+            # dltune's LSTM has one bias: PyTorch's second only adds to it, so it stays zero.
+            self.rnn.bias_hh_l0.requires_grad_(False)
+            with torch.no_grad():
+                self.rnn.bias_hh_l0.zero_()
+
+    def parameters_in_order(self) -> list[nn.Parameter]:
+        """The trained parameters in the canonical order (the kernels transposed: (out, in))."""
+        rnn = self.rnn
+        return [p for p in (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0) if p.requires_grad]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x.transpose(1, 2))
+        return out.transpose(1, 2) if self.return_sequences else out[:, -1]
+
+
 def build_module(spec: ModelSpec) -> nn.Sequential:
     """The spec as an ``nn.Sequential`` (NCHW / NCL, so the canonical flatten order is native)."""
     return _sequence(spec.layers, tuple(spec.input_shape))
@@ -107,6 +134,8 @@ def _sequence(layers: tuple, input_shape: tuple[int, ...]) -> nn.Sequential:
             modules.append(nn.AvgPool1d(layer.size, layer.stride))
         elif isinstance(layer, Embedding):
             modules.append(_Embedding(layer.vocab_size, layer.dim))
+        elif isinstance(layer, (LSTM, GRU)):
+            modules.append(_Recurrent(layer, shape[0]))
         elif isinstance(layer, GlobalAvgPool2D):
             modules.append(_GlobalAvgPool2d())
         elif isinstance(layer, BatchNorm):
@@ -126,10 +155,15 @@ def _sequence(layers: tuple, input_shape: tuple[int, ...]) -> nn.Sequential:
 
 def _parameters(module: nn.Sequential) -> list[tuple[nn.Parameter, bool]]:
     """The trainable parameters in the canonical order (each layer's weight, then its bias),
-    each with whether it is a ``Linear`` weight: (out, in), the canonical dense weight transposed."""
-    return [(p, isinstance(m, nn.Linear) and p is m.weight) for m in module.modules()
-            if isinstance(m, (nn.Conv2d, nn.Conv1d, nn.Linear, _BatchNorm, _Embedding))
-            for p in (m.weight, getattr(m, "bias", None)) if p is not None]
+    each with whether it is a ``Linear`` or recurrent weight: (out, in), the canonical one transposed."""
+    result: list[tuple[nn.Parameter, bool]] = []
+    for m in module.modules():
+        if isinstance(m, _Recurrent):
+            result += [(p, p.dim() == 2) for p in m.parameters_in_order()]
+        elif isinstance(m, (nn.Conv2d, nn.Conv1d, nn.Linear, _BatchNorm, _Embedding)):
+            result += [(p, isinstance(m, nn.Linear) and p is m.weight)
+                       for p in (m.weight, getattr(m, "bias", None)) if p is not None]
+    return result
 
 
 class TorchTrainer(Trainer):
@@ -173,14 +207,15 @@ class TorchTrainer(Trainer):
         cfg = self.config
         decay = float(cfg.get("weight_decay", 0.0))
         lr = float(cfg["learning_rate"])
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
         if cfg["optimizer"] == "adam":
             self.optimizer = torch.optim.Adam(
-                self.model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=decay
+                trainable, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=decay
             )
         else:
             momentum = float(cfg.get("momentum", 0.0)) if cfg["optimizer"] == "momentum" else 0.0
             self.optimizer = torch.optim.SGD(
-                self.model.parameters(), lr=lr, momentum=momentum, weight_decay=decay
+                trainable, lr=lr, momentum=momentum, weight_decay=decay
             )
 
     def load_data(self, x_train, y_train, x_test, y_test) -> None:
@@ -189,22 +224,22 @@ class TorchTrainer(Trainer):
         self.x_test = torch.from_numpy(np.ascontiguousarray(x_test)).to(self.device)
 
     def compile(self) -> None:
-        """On a GPU, one forward and backward pass outside the timed epochs.
+        """One forward and backward pass per batch size of the epochs, outside the timed epochs.
 
         The first CUDA kernels of a process create the cuBLAS / cuDNN handles and load code,
-        which would otherwise land in the first epoch's time. The pass runs in eval mode (no
-        dropout draws) and its gradients are dropped before any optimiser step, so the weights,
-        the optimiser state and the random streams are those an unwarmed run would start with.
+        and oneDNN creates its kernels per shape on first use: that would otherwise land in the
+        first epoch's time. The passes run in eval mode (no dropout draws) and their gradients
+        are dropped before any optimiser step, so the weights, the optimiser state and the
+        random streams are those an unwarmed run would start with.
         """
-        if self.device.type != "cuda":
-            return
-        n = min(len(self.y_train), int(self.config["batch_size"]))
         self.model.eval()
-        F.cross_entropy(self.model(self.x_train[:n]), self.y_train[:n]).backward()
+        for n in epoch_batch_sizes(len(self.y_train), int(self.config["batch_size"])):
+            F.cross_entropy(self.model(self.x_train[:n]), self.y_train[:n]).backward()
         self.optimizer.zero_grad(set_to_none=True)
         with torch.inference_mode():
             self.model(self.x_test[:1024])
-        torch.cuda.synchronize(self.device)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     def train_epoch(self, batches: list[np.ndarray], lrs: np.ndarray) -> float:
         model, opt = self.model, self.optimizer
@@ -246,7 +281,7 @@ class TorchTrainer(Trainer):
                 for buffer in (m.running_mean, m.running_var)]
 
     def count_params(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
     def device_peak_memory_mb(self) -> float | None:
         if self.device.type == "cuda":

@@ -13,7 +13,8 @@ Canonical tensor layouts, which every backend converts from and back to:
 - a ``Dense`` weight is (in_features, out_features), its bias (out,);
 - a ``BatchNorm`` holds a scale and a shift per channel (or feature) as parameters, and a
   running mean and variance as state (:meth:`Layer.state_shapes`), not parameters;
-- a ``Residual`` holds its body's parameters and state, then its shortcut's.
+- a ``Residual`` holds its body's parameters and state, then its shortcut's;
+- ``LSTM`` and ``GRU`` take (features, steps): see :mod:`dltune.models._recurrent`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ __all__ = [
     "MaxPool2D",
     "Residual",
     "SpecError",
-    "layer_from_dict",
     "sequence_shapes",
 ]
 
@@ -430,20 +430,3 @@ class Residual(Layer):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "body": [layer.to_dict() for layer in self.body],
                 "shortcut": [layer.to_dict() for layer in self.shortcut]}
-
-
-_KINDS: dict[str, type[Layer]] = {
-    cls.kind: cls
-    for cls in (Conv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D, BatchNorm, Conv1D, MaxPool1D, AvgPool1D,
-                Embedding, Flatten, Dense, Activation, Dropout, Residual)
-}
-
-
-def layer_from_dict(item: dict[str, Any]) -> Layer:
-    """The layer a :meth:`Layer.to_dict` dictionary describes (a residual's sequences too)."""
-    item = dict(item)
-    kind = check_choice("kind", item.pop("kind", None), sorted(_KINDS))
-    for name in ("body", "shortcut"):
-        if kind == "residual" and name in item:
-            item[name] = tuple(layer_from_dict(x) for x in item[name])
-    return _KINDS[kind](**item)

@@ -2,7 +2,8 @@
 
 This module runs inside worker processes, including the legacy runtime: it imports only the
 standard library and numpy. The layers and the canonical tensor layouts are in
-:mod:`dltune.models._layers` (re-exported here).
+:mod:`dltune.models._layers` and :mod:`dltune.models._recurrent` (re-exported here), the
+registry of layer kinds here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dltune._validation import check_choice
 from dltune.models._layers import (
     ACTIVATIONS,
     BATCH_NORM_EPSILON,
@@ -33,9 +35,9 @@ from dltune.models._layers import (
     MaxPool2D,
     Residual,
     SpecError,
-    layer_from_dict,
     sequence_shapes,
 )
+from dltune.models._recurrent import GRU, LSTM
 
 __all__ = [
     "ACTIVATIONS",
@@ -51,7 +53,9 @@ __all__ = [
     "Dropout",
     "Embedding",
     "Flatten",
+    "GRU",
     "GlobalAvgPool2D",
+    "LSTM",
     "Layer",
     "MaxPool1D",
     "MaxPool2D",
@@ -61,6 +65,22 @@ __all__ = [
     "layer_from_dict",
     "sequence_shapes",
 ]
+
+_KINDS: dict[str, type[Layer]] = {
+    cls.kind: cls
+    for cls in (Conv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D, BatchNorm, Conv1D, MaxPool1D, AvgPool1D,
+                Embedding, LSTM, GRU, Flatten, Dense, Activation, Dropout, Residual)
+}
+
+
+def layer_from_dict(item: dict[str, Any]) -> Layer:
+    """The layer a :meth:`Layer.to_dict` dictionary describes (a residual's sequences too)."""
+    item = dict(item)
+    kind = check_choice("kind", item.pop("kind", None), sorted(_KINDS))
+    for name in ("body", "shortcut"):
+        if kind == "residual" and name in item:
+            item[name] = tuple(layer_from_dict(x) for x in item[name])
+    return _KINDS[kind](**item)
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,17 @@ class ModelSpec:
         shapes = self.shapes()
         return int(sum(layer.flops(shape) for layer, shape in zip(self.layers, shapes[:-1], strict=True)))
 
+    def work_by_kind(self) -> dict[str, int]:
+        """Forward FLOPs per sample by layer kind (``Layer.kind``: ``"dense"``, ``"conv2d"``,
+        ...), each layer's own :meth:`Layer.flops`; kinds without FLOPs are left out. Sums to
+        :attr:`flops_per_sample`: what the time model divides by each kind's throughput."""
+        out: dict[str, int] = {}
+        for layer, shape in zip(self.layers, self.shapes()[:-1], strict=True):
+            flops = int(layer.flops(shape))
+            if flops:
+                out[layer.kind] = out.get(layer.kind, 0) + flops
+        return out
+
     @property
     def activations_per_sample(self) -> int:
         """Output elements of every layer for one sample: what memory-bound work scales with
@@ -170,6 +201,14 @@ class ModelSpec:
             num_classes=int(data["num_classes"]),
             layers=tuple(layer_from_dict(item) for item in data["layers"]),
         )
+
+    @classmethod
+    def from_file(cls, path: Any) -> ModelSpec:
+        """The model a YAML or JSON file describes, checked field by field
+        (:func:`dltune.models.load_spec`)."""
+        from dltune.models._spec_file import load_spec
+
+        return load_spec(path)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

@@ -32,8 +32,9 @@ def _parent_imports_no_framework():
     leaked = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
     assert not leaked, f"the pytest process imported framework(s) {leaked}"
 
-# Trains ``spec_name`` twice with one seed, once with another, once with a constant learning
-# rate instead of the ``inv`` schedule, and once with its dropout rates set to 0; prints the
+# Trains ``spec_name`` with one seed, with other optimizer settings and batch size, with the first
+# seed again, with another seed, with a constant learning rate instead of the ``inv`` schedule,
+# and with its dropout rates set to 0, all in one process (as a warm worker); prints the
 # per-epoch losses.
 SEED_AND_SCHEDULE = r"""
 import json, sys
@@ -56,9 +57,17 @@ def losses(model=spec, **changes):
     result = run_training(trainer_cls, model, dict(config, **changes), (x, y, x, y))
     return [c["train_loss"] for c in result["curves"]], result["test_accuracy"]
 
+def traces():  # TensorFlow: how often each model's epoch was traced (one graph per model)
+    if name != "tensorflow":
+        return None
+    from dltune.backends._tensorflow import _GRAPHS
+    return sorted(g.epoch.experimental_get_tracing_count() for g in _GRAPHS.values())
+
 first, accuracy = losses()
+changed = losses(momentum=0.5, weight_decay=1e-3, batch_size=16)[0]  # then "again" restarts from the seed
 print(json.dumps({
     "first": first,
+    "changed": changed,
     "again": losses()[0],
     "other_seed": losses(seed=8)[0],
     "constant_lr": losses(lr_schedule="constant")[0],
@@ -66,6 +75,7 @@ print(json.dumps({
         dict(layer, rate=0.0) if layer["kind"] == "dropout" else layer
         for layer in spec.to_dict()["layers"]]}))[0],
     "accuracy": accuracy,
+    "traces": traces(),
 }))
 """
 

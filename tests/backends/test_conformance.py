@@ -150,7 +150,8 @@ def test_same_steps_as_reference(backend, pool, tmp_path, spec, optimizer, decay
     order = np.random.default_rng(1).permutation(48)
     batches = [order[i * 16 : (i + 1) * 16] for i in range(len(lrs))]
     config = TrainConfig(
-        framework=backend, optimizer=optimizer, momentum=0.9, weight_decay=decay, seed=3
+        framework=backend, optimizer=optimizer, momentum=0.9, weight_decay=decay, seed=3,
+        batch_size=16,  # the batches' size: what a backend's warm-up compiles for
     ).to_dict()
     init = spec.init_params(3)
     ref = run_steps(NumpyTrainer, spec, config, data, batches, np.float32(lrs))

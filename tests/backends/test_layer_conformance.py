@@ -1,5 +1,5 @@
 """The layers beyond the first seven (global average pooling, batch norm, 1-D convolution and
-pooling, embedding, residual blocks), in every backend.
+pooling, embedding, residual blocks, LSTM and GRU), in every backend.
 
 For each backend one interpreter (the backend's own, as a worker's) trains each model below
 from the canonical initial weights with SGD, momentum and Adam and hands back the weights, the
@@ -22,6 +22,8 @@ from dltune.backends._numpy import NumpyTrainer
 from dltune.config import TrainConfig
 from dltune.envs import pytensor_flags
 from dltune.models._spec import (
+    GRU,
+    LSTM,
     Activation,
     AvgPool1D,
     BatchNorm,
@@ -57,18 +59,21 @@ MODELS = {
         (Embedding(VOCAB, 3), Conv1D(4, 3, padding="same"), Activation("relu"), BatchNorm(), MaxPool1D(3, 2),
          Conv1D(5, 2, stride=2), Activation("sigmoid"), AvgPool1D(2, 1), Flatten(), Dense(3)),
     ),
+    # A (features, steps) sequence into an LSTM's every step (channels first, as a map), then a
+    # GRU's last step. Each recurrent layer is a scan Theano and PyTensor compile: two in all.
+    "sequence": ModelSpec("sequence", (3, 4), 3, (LSTM(5, return_sequences=True), GRU(5), Dense(3))),
 }
 # (optimizer, weight decay, learning rate per step): momentum and Adam over three steps, so
 # that their state, the bias correction and the running statistics' moving average matter.
 OPTIMIZERS = [("sgd", 0.0, [0.1]), ("momentum", 0.01, [0.1, 0.05, 0.02]), ("adam", 0.01, [1e-2, 1e-2, 5e-3])]
-# Theano and PyTensor spend most of a case compiling it, so they run the momentum case only: the
+# Theano, PyTensor and JAX spend most of a case compiling it, so they run the momentum case only: the
 # layers' forward pass, gradient and running statistics are what it checks, and the optimizers'
 # updates, written once for both (backends/_common.py), are checked by test_conformance.py.
 COMPILED_GRAPH_OPTIMIZERS = ("momentum",)
 
 
 def _optimizers(backend: str) -> list[tuple[str, float, list[float]]]:
-    compiled = backend in ("theano", "pytensor")
+    compiled = backend in ("theano", "pytensor", "jax")
     return [o for o in OPTIMIZERS if not compiled or o[0] in COMPILED_GRAPH_OPTIMIZERS]
 
 
@@ -78,7 +83,10 @@ N_TRAIN, N_TEST, BATCH = 48, 40, 16
 def _graph_only_env(backend: str) -> dict[str, str]:
     """PyTensor runs the layers' graph (forward, gradient, running statistics: what this checks)
     as Python thunks, without compiling a C module per op and shape; test_conformance.py runs the
-    C mode users get. Theano has no such mode (its convolution is C only)."""
+    C mode users get. Theano has no such mode (its convolution is C only). XLA (JAX) compiles the
+    same program without its backend optimisations, in about half the time."""
+    if backend == "jax":
+        return {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
     if backend != "pytensor":
         return {}
     return {"PYTENSOR_FLAGS": f"{pytensor_flags()},mode=FAST_COMPILE"}  # the last value wins
@@ -135,7 +143,7 @@ def _cases(backend: str, folder):
         np.savez(folder / f"{name}.npz", x_train=data[0], y_train=data[1], x_test=data[2], y_test=data[3])
         for optimizer, decay, lrs in _optimizers(backend):
             config = TrainConfig(framework=backend, optimizer=optimizer, momentum=0.9,
-                                 weight_decay=decay, seed=3).to_dict()
+                                 weight_decay=decay, seed=3, batch_size=BATCH).to_dict()
             batches = [order[i * BATCH:(i + 1) * BATCH] for i in range(len(lrs))]
             cases.append({"key": f"{name}-{optimizer}", "spec": spec.to_dict(), "data": str(folder / f"{name}.npz"),
                           "config": config, "batches": [b.tolist() for b in batches], "lrs": lrs,

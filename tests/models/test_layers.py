@@ -115,7 +115,7 @@ def test_residual_holds_body_then_shortcut_and_round_trips():
         (lambda: Embedding(0, 4), r"The 'vocab_size' parameter must be an int"),
         (lambda: Dropout(1.0), r"The 'rate' parameter must be a float in \[0.0, 1.0\)"),
         (lambda: Residual(()), r"The 'body' parameter must hold at least one layer"),
-        (lambda: layer_from_dict({"kind": "lstm"}), r"The 'kind' parameter must be one of \{.*'residual'"),
+        (lambda: layer_from_dict({"kind": "transformer"}), r"The 'kind' parameter must be one of \{.*'residual'"),
     ],
 )
 def test_layer_parameters_are_checked(make, message):
