@@ -12,7 +12,7 @@ import pytest
 
 from dltune.config import usable_cores
 
-FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor")
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "mxnet", "theano", "pytensor", "jax")
 
 
 def test_import_dltune_imports_no_framework():
@@ -155,7 +155,7 @@ def test_a_gpu_run_of_a_backend_without_one_is_refused_before_any_run(cli, tmp_p
     from dltune._errors import ParameterError
     from dltune.config import TrainConfig
 
-    message = ("The 'device' parameter must be 'cpu' for framework 'numpy' (only torch, tensorflow run on "
+    message = ("The 'device' parameter must be 'cpu' for framework 'numpy' (only torch, tensorflow, jax run on "
                "'cuda'). Got 'cuda' instead.")
     db = tmp_path / "not.db"
     done = cli("bench", "--frameworks", "numpy", "--model", "mlp", "--epochs", "1", "--device", "cuda",
@@ -240,3 +240,59 @@ def test_bench_stores_its_records_where_recommend_reads_them_and_not_in_a_study_
     done = cli(*args, "--storage", "none", env={"DLTUNE_STORAGE": f"sqlite:///{tmp_path / 'not.db'}"})
     assert done.returncode == 0 and "storage: none (nothing stored)" in done.stdout.splitlines()
     assert not (tmp_path / "not.db").exists()
+
+
+def test_seeds_give_distinct_accuracies_with_their_mean_spread_and_interval(tmp_path, capsys):
+    from dltune.cli import main
+    from dltune.measure import load_records
+
+    out = tmp_path / "r.json"
+    args = ["bench", "--workload", "digits", "--data", "n_train=200", "--data", "n_test=100", "--model", "mlp",
+            "--frameworks", "numpy", "--epochs", "1", "--seed", "5", "--seeds", "3", "--storage", "none",
+            "--out", str(out)]
+    assert main(args) == 0
+    (record,) = load_records(out)
+    seeds = record.metrics["seeds"]
+    assert seeds["seeds"] == [5, 6, 7] and record.config["seed"] == 5
+    accuracies = [r["test_accuracy"] for r in record.metrics["repeats"][:3]]
+    assert len(set(accuracies)) == 3
+    acc = seeds["test_accuracy"]
+    assert acc["n"] == 3 and acc["mean"] == pytest.approx(sum(accuracies) / 3)
+    assert acc["interval"][1] < min(accuracies) <= max(accuracies) < acc["interval"][2]
+    assert "numpy, 3 seeds: accuracy " in capsys.readouterr().out
+
+
+def test_a_cell_with_noisy_timing_is_measured_once_more_and_flagged(monkeypatch):
+    import dltune._bench as bench
+    from dltune import TrainConfig
+    from dltune.measure import Measurement
+
+    times = iter([1.0, 1.5, 1.0, 1.6, 1.0, 1.5, 1.0, 1.01, 1.0, 1.01])
+    seen = []
+
+    def fake_measure(workload, config, pool=None, fault=None):
+        seen.append(config.seed)
+        return Measurement(status="ok", workload={}, hardware={}, config=config.to_dict(),
+                           metrics={"train_time_s": next(times), "test_accuracy": 0.5})
+
+    monkeypatch.setattr(bench, "measure", fake_measure)
+    config = TrainConfig(framework="numpy", seed=3)
+    noisy = bench.measure_cell(None, config, repeats=2)
+    assert seen == [3, 3, 3, 3]  # measured twice over: 1.0 and 1.5 are 28 % apart
+    assert noisy.metrics["timing_rerun"] and noisy.metrics["timing_noisy"]
+    assert noisy.metrics["timing_cv"] == pytest.approx(0.5 / 1.25 / 2**0.5)  # the steadier pair
+    assert [r["train_time_s"] for r in noisy.metrics["repeats"]] == [1.0, 1.5]
+    steadied = bench.measure_cell(None, config, repeats=2)
+    assert [r["train_time_s"] for r in steadied.metrics["repeats"]] == [1.0, 1.01]
+    assert steadied.metrics["timing_rerun"] and not steadied.metrics["timing_noisy"]
+    steady = bench.measure_cell(None, config, repeats=2)
+    assert len(seen) == 10 and not steady.metrics["timing_rerun"] and not steady.metrics["timing_noisy"]
+
+
+def test_mean_interval_is_students_t():
+    from dltune._bench import mean_interval
+
+    summary = mean_interval([1.0, 2.0, 3.0])
+    assert summary["mean"] == 2.0 and summary["sd"] == 1.0
+    assert summary["interval"] == pytest.approx([2.0, 2.0 - 4.303 / 3**0.5, 2.0 + 4.303 / 3**0.5])
+    assert mean_interval([1.0] * 40)["interval"] == [1.0, 1.0, 1.0]

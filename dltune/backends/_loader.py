@@ -16,9 +16,12 @@ def load_trainer_class(name: str):
     try:
         module = importlib.import_module(info.module)
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] == info.framework:
+        # The framework or a library it is used with (optax beside jax): not dltune's own bug.
+        missing = (exc.name or "").split(".")[0]
+        if missing and missing != "dltune":
+            needs = info.distribution if missing == info.framework else f"{info.distribution} and {missing}"
             raise BackendUnavailableError(
-                f"Backend '{name}' needs {info.distribution}, which is not installed in "
+                f"Backend '{name}' needs {needs}, which is not installed in "
                 f"this interpreter. Install it with: {info.install_hint}"
             ) from exc
         raise

@@ -51,6 +51,8 @@ BACKENDS: dict[str, BackendInfo] = {
                     "dltune env install legacy", False, retired=True),
         BackendInfo("pytensor", "dltune.backends._pytensor", "pytensor", "pytensor", "main",
                     "pip install 'dltune[pytensor]'", False, revision=1),
+        BackendInfo("jax", "dltune.backends._jax", "jax", "jax", "main",
+                    "pip install 'dltune[jax]'", True),
         BackendInfo("numpy", "dltune.backends._numpy", "numpy", "numpy", "main",
                     "pip install numpy", False, benchmarkable=True),
     )

@@ -76,7 +76,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=None, help="cpu (default) or cuda")
     parser.add_argument("--run-timeout", type=float, metavar="S",
                         help=f"kill a run after S seconds (default: {d.timeout_s:g})")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (median reported)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="timing repeats per configuration and seed, same seed: timing noise "
+                        "only (median reported)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="K",
+                        help="train with K seeds (--seed, +1, ...): mean, spread and 95%% "
+                        "interval of accuracy and training time")
     parser.add_argument("--out", help="also save the records (.csv, or JSON otherwise)")
     add_storage_arg(parser, "the records are stored in, where recommend fits on them",
                     none_ok=True)
@@ -147,20 +152,32 @@ def table_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     return columns
 
 
+def seed_line(record: Any) -> str:
+    """The seeds' mean, spread and 95 % interval of accuracy and training time, in one line."""
+    s = record.metrics["seeds"]
+    acc, secs = s["test_accuracy"], s["train_time_s"]
+    return (f"{framework_label(record.framework)}, {acc['n']} seeds: accuracy "
+            f"{100 * acc['mean']:.2f}% sd {100 * acc['sd']:.2f} [{100 * acc['interval'][1]:.2f}, "
+            f"{100 * acc['interval'][2]:.2f}]; train {secs['mean']:.2f} s sd {secs['sd']:.2f} "
+            f"[{secs['interval'][1]:.2f}, {secs['interval'][2]:.2f}] (95% intervals of the mean)")
+
+
 def _threads_cell(record: Any) -> str:
     used = record.metrics.get("threads") or {}
     if not used:
         return "-"
-    return f"{used.get('intra_op', '?')}/{used.get('inter_op', '?')}"
+    # None: the framework has no such pool (XLA has no inter-op pool).
+    return "/".join("-" if used.get(k, "?") is None else str(used.get(k, "?")) for k in ("intra_op", "inter_op"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from dltune._bench import benchmark
+    from dltune._bench import NOISY_TIMING_CV, benchmark
     from dltune._storage_url import resolve_storage
     from dltune._validation import check_int, check_out_file
     from dltune.data import dataset_kind
 
     check_int("repeats", args.repeats, 1, 1000)
+    check_int("seeds", args.seeds, 1, 1000)
     frameworks = frameworks_for(args.frameworks)
     if not frameworks:
         from dltune._errors import BackendUnavailableError
@@ -170,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
         check_out_file("out", args.out)  # not after the runs: their records would be lost
     storage = resolve_storage(args.storage)
     workload = load_workload(args)
-    # A preset is the published one for the data's kind (its channels), known once it is loaded.
-    configs = configs_from_args(args, frameworks, dataset_kind(workload.dataset.input_shape[0]))
-    records = benchmark(workload, configs, repeats=args.repeats, progress=not args.quiet,
-                        fault=args.fault, storage=storage)
+    # A preset is the published one for the data's kind (its shape), known once it is loaded.
+    configs = configs_from_args(args, frameworks, dataset_kind(workload.dataset.input_shape))
+    records = benchmark(workload, configs, repeats=args.repeats, seeds=args.seeds,
+                        progress=not args.quiet, fault=args.fault, storage=storage)
     unsaved = save_or_fall_back(records, args.out) if args.out else None
     if args.json:
         print_json([r.to_dict() for r in records])
@@ -190,8 +207,16 @@ def run(args: argparse.Namespace) -> int:
         rows.append(row)
     print(format_table(rows, table_columns(rows)))
     for record in records:
+        if record.metrics.get("seeds"):
+            print(seed_line(record))
+    for record in records:
         if not record.ok:
             logger.warning("%s: failed: %s", record.framework, record.error["message"])
+        elif record.metrics.get("timing_noisy"):
+            logger.warning("%s: training times vary by %.0f%% (coefficient of variation; above "
+                           "%.0f%% even measured twice): the machine is busy or the run too short",
+                           record.framework, 100 * record.metrics["timing_cv"],
+                           100 * NOISY_TIMING_CV)
     if args.out and not unsaved:
         print(f"records saved to {args.out}")
     if storage is not None:

@@ -82,11 +82,9 @@ def _optuna():
 def _distributions():
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    from dltune.backends._registry import BACKENDS
     from dltune.config import OPTIMIZERS
 
     return {
-        "framework": CategoricalDistribution(list(BACKENDS)),
         "optimizer": CategoricalDistribution(list(OPTIMIZERS)),
         "learning_rate": FloatDistribution(1e-7, 10.0, log=True),
         "batch_size": IntDistribution(1, 65536, log=True),
@@ -142,8 +140,9 @@ class StudyStore:
 
         config = record.config
         dists = _distributions()
+        # The framework is a user attribute, not a parameter: Optuna fixes a categorical's choices
+        # for the life of a study, and the registry gains frameworks.
         params = {
-            "framework": config["framework"],
             "optimizer": config["optimizer"],
             "learning_rate": float(config["learning_rate"]),
             "batch_size": int(config["batch_size"]),
@@ -160,6 +159,7 @@ class StudyStore:
             user_attrs={
                 **encode(record),
                 "key": key,
+                "framework": config["framework"],
                 "phase": phases[0],
                 "phases": list(phases),
                 "label": label,

@@ -19,12 +19,13 @@ from dltune._errors import DltuneError
 from dltune.config import TrainConfig
 from dltune.hardware._hardware import _gpus
 
-GPU_BACKENDS = ("torch", "tensorflow")
+GPU_BACKENDS = ("torch", "tensorflow", "jax")
 
 _SEES_GPU = {
     "torch": "import torch, json; print(json.dumps({'gpu': torch.cuda.is_available()}))",
     "tensorflow": "import tensorflow as tf, json; "
                   "print(json.dumps({'gpu': bool(tf.config.list_physical_devices('GPU'))}))",
+    "jax": "import jax, json; print(json.dumps({'gpu': jax.default_backend() == 'gpu'}))",
 }
 
 # Trains three steps of each optimiser from the same weights on the CPU and on the GPU, in one
