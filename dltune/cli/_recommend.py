@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if data_params:
         from dltune._workload import Workload
 
-        workload = Workload.from_name(args.workload, args.model or "lenet", **data_params)
+        workload = Workload.from_name(args.workload, args.model, **data_params)
     # Each constraint's option is named after it (--max-train-time-s: max_train_time_s).
     constraints = {name: getattr(args, name) for name in RECOMMEND_CONSTRAINTS
                    if getattr(args, name) is not None}
@@ -95,7 +95,7 @@ def _verify(args: argparse.Namespace, workload, rec) -> dict:
     from dltune._workload import Workload
 
     if isinstance(workload, str):
-        workload = Workload.from_name(workload, args.model or "lenet")
+        workload = Workload.from_name(workload, args.model)
     # Stored where recommend reads (the one storage rule), so that the next answer learns from it.
     stored = resolve_storage(args.storage)
     [record] = benchmark(workload, rec.config, progress=not args.json, storage=stored)

@@ -12,8 +12,11 @@ import numpy as np
 
 from dltune._errors import ParameterError
 from dltune._validation import check_float
+from dltune.data._kind import check_modality, describe_data, describe_modalities, modality_readings
+from dltune.data._split import stratified_subset
 
-__all__ = ["HOLDOUT_FRACTION", "Dataset", "from_arrays", "holdout_split", "normalise", "stratified_subset"]
+__all__ = ["HOLDOUT_FRACTION", "Dataset", "array_modalities", "from_arrays", "holdout_split", "normalise",
+           "stratified_subset"]
 
 # Landmarks are fitted on at most this many samples so they cost a second or two at most.
 _LANDMARK_TRAIN = 1000
@@ -22,10 +25,13 @@ _LANDMARK_TEST = 500
 
 @dataclass(eq=False)
 class Dataset:
-    """Image classification data: ``x`` arrays are NCHW float32, labels int64 in [0, classes).
+    """Classification data of one ``modality`` (:data:`dltune.data.MODALITIES`) in the canonical
+    layout: ``x`` arrays are float32 images (N, C, H, W), tabular rows (N, F), token ids (N, T)
+    or sequences (N, F, T); labels int64 in [0, classes).
 
     Build one with :func:`dltune.data.load_dataset` or :func:`from_arrays`; the arrays are
-    already normalised (zero mean, unit variance per channel, statistics from the train split).
+    already normalised (zero mean, unit variance per channel or feature, statistics from the
+    train split), but for token ids, which index a vocabulary of ``vocab_size``.
     """
 
     name: str
@@ -35,22 +41,48 @@ class Dataset:
     y_test: np.ndarray
     params: dict[str, Any] = field(default_factory=dict)
     num_classes: int = 0
+    modality: str = "image"
+    vocab_size: int = 0
     _fingerprint: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        check_modality(self.modality)
         if not self.num_classes:
             self.num_classes = int(max(self.y_train.max(), self.y_test.max())) + 1
+        if self.modality == "tokens" and not self.vocab_size:
+            self.vocab_size = int(max(self.x_train.max(), self.x_test.max())) + 1
 
     @property
-    def input_shape(self) -> tuple[int, int, int]:
-        c, h, w = self.x_train.shape[1:]
-        return (int(c), int(h), int(w))
+    def input_shape(self) -> tuple[int, ...]:
+        """One sample's canonical shape: (C, H, W), (F,), (T,) or (F, T)."""
+        return tuple(int(v) for v in self.x_train.shape[1:])
+
+    @property
+    def features(self) -> int:
+        """Values per position: an image's channels, a row's or a sequence step's features, 1 for token ids."""
+        return 1 if self.modality == "tokens" else self.input_shape[0]
+
+    @property
+    def sequence_length(self) -> int:
+        """Positions of a token or feature sequence; 0 for images and tabular rows."""
+        return self.input_shape[-1] if self.modality in ("tokens", "sequence") else 0
+
+    def _grid(self) -> tuple[int, int, int]:
+        """The shape as (channels, height, width), what image meta-features are named by: a
+        row or a token sequence is one channel of 1 x length, a sequence F channels of 1 x T."""
+        shape = self.input_shape
+        if self.modality == "image":
+            return shape[0], shape[1], shape[2]
+        return (shape[0], 1, shape[1]) if self.modality == "sequence" else (1, 1, shape[0])
 
     def fingerprint(self) -> str:
         """A SHA-256 prefix of the name, parameters and array contents."""
         if self._fingerprint is None:
             digest = hashlib.sha256()
-            digest.update(json.dumps([self.name, self.params], sort_keys=True, default=str).encode())
+            # Images hash without their modality, so the knowledge base's image workloads keep
+            # their fingerprints; the others add it (the same (N, T) array may be rows or ids).
+            named = [self.name, self.params] + ([self.modality] if self.modality != "image" else [])
+            digest.update(json.dumps(named, sort_keys=True, default=str).encode())
             for array in (self.x_train, self.y_train, self.x_test, self.y_test):
                 digest.update(str(array.shape).encode())
                 digest.update(np.ascontiguousarray(array).tobytes())
@@ -63,14 +95,18 @@ class Dataset:
         freq = counts / counts.sum()
         nonzero = freq[freq > 0]
         entropy = float(-(nonzero * np.log(nonzero)).sum() / np.log(self.num_classes))
-        c, h, w = self.input_shape
+        c, h, w = self._grid()
         features: dict[str, Any] = {
             "n_train": int(len(self.y_train)),
             "n_test": int(len(self.y_test)),
+            "modality": self.modality,
             "channels": c,
             "height": h,
             "width": w,
             "input_size": c * h * w,
+            "features": self.features,
+            "sequence_length": self.sequence_length,
+            "vocab_size": int(self.vocab_size),
             "num_classes": int(self.num_classes),
             "class_balance": float(counts.min() / counts.max()) if counts.max() else 0.0,
             "class_entropy": entropy,
@@ -102,10 +138,12 @@ class Dataset:
         return result
 
     def summary(self) -> str:
-        c, h, w = self.input_shape
+        shape = "x".join(map(str, self.input_shape)) if self.modality == "image" else \
+            describe_data(self.modality, self.input_shape)
+        vocab = f" of {self.vocab_size:,d}" if self.modality == "tokens" else ""
         return (
             f"{self.name}: {len(self.y_train)} train / {len(self.y_test)} test, "
-            f"{c}x{h}x{w}, {self.num_classes} classes"
+            f"{shape}{vocab}, {self.num_classes} classes"
         )
 
 
@@ -128,8 +166,12 @@ def _compute_landmarks(x_train, y_train, x_test, y_test) -> dict[str, float]:
     }
 
 
-def normalise(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Standardise each channel with the train split's mean and standard deviation.
+# The axes each channel or feature is standardised over; token ids are not standardised.
+_NORMALISED_OVER = {"image": (0, 2, 3), "tabular": (0,), "sequence": (0, 2)}
+
+
+def normalise(x_train: np.ndarray, x_test: np.ndarray, modality: str = "image") -> tuple[np.ndarray, np.ndarray]:
+    """Standardise each channel (or feature) with the train split's mean and standard deviation.
 
     The caller's arrays are left as they are; each is copied once and standardised in place, in
     its own memory order, so the sums, and so the values, are those of the step-by-step form (a
@@ -138,8 +180,11 @@ def normalise(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.n
     """
     x_train = np.array(x_train, dtype=np.float32)
     x_test = np.array(x_test, dtype=np.float32)
-    mean = x_train.mean(axis=(0, 2, 3), keepdims=True)
-    std = x_train.std(axis=(0, 2, 3), keepdims=True)
+    if modality not in _NORMALISED_OVER:
+        return np.ascontiguousarray(x_train), np.ascontiguousarray(x_test)
+    axes = _NORMALISED_OVER[modality]
+    mean = x_train.mean(axis=axes, keepdims=True)
+    std = x_train.std(axis=axes, keepdims=True)
     std[std == 0] = 1.0
     for part in (x_train, x_test):
         part -= mean
@@ -147,40 +192,49 @@ def normalise(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.n
     return np.ascontiguousarray(x_train), np.ascontiguousarray(x_test)
 
 
-def stratified_subset(y: np.ndarray, n: int | None, seed: int) -> np.ndarray:
-    """Indices of ``n`` samples keeping the class proportions (all, in order, when n is None)."""
-    if n is None or n >= len(y):
-        return np.arange(len(y))
-    from sklearn.model_selection import train_test_split
-
-    classes, counts = np.unique(y, return_counts=True)  # labels that do not occur do not count
-    stratify = y if n >= len(classes) and counts.min() >= 2 else None
-    keep, _ = train_test_split(np.arange(len(y)), train_size=n, random_state=seed, stratify=stratify)
-    return np.sort(keep)
-
-
-def _as_images(name: str, x: Any) -> np.ndarray:
+def array_modalities(x: Any, name: str = "x_train") -> tuple[str, ...]:
+    """The modalities the samples of array ``x`` can be read as, its default reading first
+    (:func:`dltune.data._kind.modality_readings`); a ParameterError naming ``name`` for none."""
     x = np.asarray(x)
-    if x.ndim == 2:
-        side = int(round(np.sqrt(x.shape[1])))
-        if side * side != x.shape[1]:
-            raise ParameterError(
-                f"The '{name}' parameter must be images (N, H, W), (N, C, H, W) or (N, H, W, C), "
-                f"or flat square images (N, side*side). Got shape {x.shape} instead."
-            )
-        x = x.reshape(len(x), 1, side, side)
-    elif x.ndim == 3:
-        x = x[:, None, :, :]
-    elif x.ndim == 4:
-        # Channels-last when the last axis is small and the second is not.
-        if x.shape[-1] in (1, 3, 4) and x.shape[1] not in (1, 3, 4):
-            x = x.transpose(0, 3, 1, 2)
-    else:
-        raise ParameterError(
-            f"The '{name}' parameter must be a 2-, 3- or 4-dimensional array. Got shape {x.shape} instead."
-        )
-    if not np.issubdtype(x.dtype, np.number):
+    if not np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_:
         raise ParameterError(f"The '{name}' parameter must hold numbers. Got dtype {x.dtype} instead.")
+    readings = modality_readings(x.shape[1:], np.issubdtype(x.dtype, np.integer)) if x.ndim >= 2 else ()
+    if not readings:
+        raise ParameterError(
+            f"The '{name}' parameter must be images (N, C, H, W), (N, H, W, C) or (N, H, W), "
+            f"tabular rows or token ids (N, F), or sequences (N, T, F). Got shape {x.shape} instead."
+        )
+    return readings
+
+
+# Token ids are held as float32, which holds every integer up to 2**24 exactly.
+_MAX_TOKEN_ID = 2**24
+
+
+def _as_inputs(name: str, x: Any, modality: str) -> np.ndarray:
+    """``x`` as float32 samples of ``modality`` in the canonical layout (see :class:`Dataset`)."""
+    x = np.asarray(x)
+    readings = array_modalities(x, name)
+    if modality not in readings:
+        raise ParameterError(
+            f"The '{name}' parameter must be {modality} samples, {describe_modalities([modality])}. "
+            f"Got shape {x.shape}, which reads as {describe_modalities(readings)}."
+        )
+    if modality == "image":
+        if x.ndim == 2:
+            side = int(round(np.sqrt(x.shape[1])))
+            x = x.reshape(len(x), 1, side, side)
+        elif x.ndim == 3:
+            x = x[:, None, :, :]
+        elif x.shape[-1] in (1, 3, 4) and x.shape[1] not in (1, 3, 4):
+            x = x.transpose(0, 3, 1, 2)  # channels-last when the last axis is small and the second is not
+    elif modality == "sequence":
+        x = x.transpose(0, 2, 1)
+    elif modality == "tokens" and len(x) and (x.min() < 0 or x.max() >= _MAX_TOKEN_ID):
+        bad = int(x.min()) if x.min() < 0 else int(x.max())
+        raise ParameterError(
+            f"The '{name}' parameter must hold token ids in [0, {_MAX_TOKEN_ID - 1}]. Got {bad} instead."
+        )
     x = x.astype(np.float32)
     bad = int(x.size - np.count_nonzero(np.isfinite(x)))
     if bad:  # every backend would train on them and report a loss of NaN
@@ -243,20 +297,24 @@ def holdout_split(x: Any, y: Any, *, test_fraction: float = HOLDOUT_FRACTION,
     return x[train], y[train], x[~train], y[~train]
 
 
-def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays") -> Dataset:
+def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays", modality: str | None = None) -> Dataset:
     """A :class:`Dataset` from user arrays, normalised like the registered data sets.
 
-    Images may be (N, H, W), (N, C, H, W), (N, H, W, C) or flat square (N, side*side);
-    images must be at least 8x8.
+    Images may be (N, C, H, W), (N, H, W, C), square (N, H, W) or flat square (N, side*side),
+    at least 8x8; tabular rows (N, F) floats; token ids (N, T) integers; sequences (N, T, F).
+    ``modality`` reads the arrays as one of the readings their shape allows
+    (:func:`array_modalities`); None takes the first: a square (N, H, W) is a grey image, any
+    other (N, T, F) a sequence, an integer (N, T) token ids, a float (N, F) tabular rows.
     """
-    xtr, xte = _as_images("x_train", x_train), _as_images("x_test", x_test)
+    modality = array_modalities(x_train)[0] if modality is None else check_modality(modality)
+    xtr, xte = _as_inputs("x_train", x_train, modality), _as_inputs("x_test", x_test, modality)
     ytr, yte = _as_labels("y_train", y_train, len(xtr)), _as_labels("y_test", y_test, len(xte))
     if xtr.shape[1:] != xte.shape[1:]:
         raise ParameterError(
-            f"The 'x_test' parameter must have the same image shape as x_train {xtr.shape[1:]}. "
+            f"The 'x_test' parameter must have the same sample shape as x_train {xtr.shape[1:]}. "
             f"Got {xte.shape[1:]} instead."
         )
-    if min(xtr.shape[2:]) < 8:
+    if modality == "image" and min(xtr.shape[2:]) < 8:
         raise ParameterError(f"Images must be at least 8x8. Got {xtr.shape[2]}x{xtr.shape[3]}.")
     if len(xtr) == 0 or len(xte) == 0:
         raise ParameterError("The 'x_train' and 'x_test' parameters must each hold at least one sample.")
@@ -264,6 +322,6 @@ def from_arrays(x_train, y_train, x_test, y_test, *, name: str = "arrays") -> Da
         raise ParameterError(
             f"The 'y_train' parameter must hold at least 2 classes to learn. Got only class {int(ytr[0])}."
         )
-    xtr, xte = normalise(xtr, xte)
+    xtr, xte = normalise(xtr, xte, modality)
     classes = int(max(ytr.max(), yte.max())) + 1
-    return Dataset(name, xtr, ytr, xte, yte, params={}, num_classes=classes)
+    return Dataset(name, xtr, ytr, xte, yte, params={}, num_classes=classes, modality=modality)

@@ -1,4 +1,5 @@
-"""Readers for the standard distributed files of MNIST, Fashion-MNIST and CIFAR-10.
+"""Readers for the standard distributed files of MNIST, Fashion-MNIST and CIFAR-10 (IMDB's are
+in :mod:`dltune.data._imdb`).
 
 Files are read from ``data_dir()/<name>/`` (``$DLTUNE_DATA``), verified against their published
 SHA-256 sums, and downloaded only when asked to (``download=True``).
@@ -19,8 +20,8 @@ import numpy as np
 
 from dltune._errors import DltuneError
 
-__all__ = ["DataFilesMissingError", "ChecksumError", "DataFormatError", "FILE_SETS", "read_idx", "load_idx_set",
-           "load_cifar10"]
+__all__ = ["DataFilesMissingError", "ChecksumError", "DataFormatError", "FILE_SETS", "RestrictedUnpickler",
+           "read_idx", "load_idx_set", "load_cifar10"]
 
 
 class DataFilesMissingError(DltuneError, FileNotFoundError):
@@ -61,6 +62,10 @@ FILE_SETS: dict[str, tuple[str, dict[str, str]]] = {
     "cifar10": (
         "https://www.cs.toronto.edu/~kriz/",
         {"cifar-10-python.tar.gz": "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"},
+    ),
+    "imdb": (  # Keras's IMDB word-index arrays
+        "https://storage.googleapis.com/tensorflow/tf-keras-datasets/",
+        {"imdb.npz": "69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f"},
     ),
 }
 
@@ -150,8 +155,8 @@ def _latin1(text: str, encoding: str) -> bytes:
 
 
 @functools.cache
-def _cifar_globals() -> dict[tuple[str, str], Any]:
-    """The only callables a CIFAR-10 batch may name: numpy's array, dtype and scalar
+def _numpy_globals() -> dict[tuple[str, str], Any]:
+    """The only callables a CIFAR-10 batch or a Keras ``.npz`` object array may name: numpy's array, dtype and scalar
     constructors (under numpy 1's and numpy 2's module names) and pickle's own bytes helpers."""
     try:
         from numpy._core import multiarray, numeric
@@ -171,14 +176,19 @@ def _cifar_globals() -> dict[tuple[str, str], Any]:
     return allowed
 
 
-class _CifarUnpickler(pickle.Unpickler):
-    """Reads what the official batches hold (a dict of bytes, lists, ints and numpy arrays) and
-    refuses any other global, so a crafted file cannot run code, verified or not."""
+class RestrictedUnpickler(pickle.Unpickler):
+    """Reads what the official pickled files hold (dicts, bytes, lists, ints and numpy arrays)
+    and refuses any other global, so a crafted file cannot run code, verified or not; ``holds``
+    names the kind of file in the refusal."""
+
+    def __init__(self, file: Any, holds: str, **kwargs: Any) -> None:
+        super().__init__(file, **kwargs)
+        self.holds = holds
 
     def find_class(self, module: str, name: str) -> Any:
-        allowed = _cifar_globals()
+        allowed = _numpy_globals()
         if (module, name) not in allowed:
-            raise pickle.UnpicklingError(f"it names {module}.{name}, which no CIFAR-10 batch holds")
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which no {self.holds} holds")
         return allowed[(module, name)]
 
 
@@ -186,7 +196,7 @@ def _cifar_batch(raw: bytes, source: str) -> tuple[np.ndarray, np.ndarray]:
     """One batch's images (N, 3, 32, 32) and labels; a ``DataFormatError`` naming ``source``
     for anything else."""
     try:
-        batch = _CifarUnpickler(io.BytesIO(raw), encoding="bytes").load()
+        batch = RestrictedUnpickler(io.BytesIO(raw), "CIFAR-10 batch", encoding="bytes").load()
         data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
         if labels.shape != (len(data),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,11 +13,24 @@ import numpy as np
 from dltune._errors import ParameterError
 from dltune._paths import data_dir
 from dltune._validation import check_bool, check_int
-from dltune.data._dataset import Dataset, normalise, stratified_subset
+from dltune.data import _synthetic
+from dltune.data._dataset import Dataset, normalise
+from dltune.data._split import stratified_holdout, stratified_subset
 
-__all__ = ["DATASETS", "available_datasets", "load_dataset"]
+__all__ = ["DATASETS", "DataSource", "available_datasets", "load_dataset"]
 
 _Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+# The share of a bundled data set held out for testing (stratified, by ``seed``).
+_BUNDLED_TEST_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A named data set: its loader (train and test arrays, canonical layout) and modality."""
+
+    loader: Callable[..., _Arrays]
+    modality: str
 
 
 def _subset(arrays: _Arrays, n_train: int | None, n_test: int | None, seed: int) -> _Arrays:
@@ -29,25 +44,29 @@ def _subset(arrays: _Arrays, n_train: int | None, n_test: int | None, seed: int)
     return x_train[tr], y_train[tr], x_test[te], y_test[te]
 
 
+def _holdout(x: np.ndarray, y: np.ndarray, n_train: int | None, n_test: int | None, seed: int) -> _Arrays:
+    seed = check_int("seed", seed, 0, 2**32 - 1)
+    train, test = stratified_holdout(y, _BUNDLED_TEST_FRACTION, seed)
+    return _subset((x[train], y[train], x[test], y[test]), n_train, n_test, seed)
+
+
 def _digits(n_train: int | None = None, n_test: int | None = None, seed: int = 0) -> _Arrays:
     """scikit-learn's 1,797 8x8 digits; a fixed stratified 80/20 split (by ``seed``)."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    from dltune.data._bundled import read_digits
 
-    seed = check_int("seed", seed, 0, 2**32 - 1)
-    bunch = load_digits()
-    x = (bunch.images / 16.0).astype(np.float32)[:, None]
-    y = bunch.target.astype(np.int64)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.2, random_state=seed, stratify=y
-    )
-    return _subset((x_train, y_train, x_test, y_test), n_train, n_test, seed)
+    images, y = read_digits()
+    return _holdout((images / 16.0).astype(np.float32)[:, None], y, n_train, n_test, seed)
 
 
-def _synthetic(**params: Any) -> _Arrays:
-    from dltune.data._synthetic import make_synthetic
+def _bundled_table(name: str) -> Callable[..., _Arrays]:
+    def load(n_train: int | None = None, n_test: int | None = None, seed: int = 0) -> _Arrays:
+        from dltune.data._bundled import read_bundled
 
-    return make_synthetic(**params)
+        x, y = read_bundled(name)
+        return _holdout(x.astype(np.float32), y, n_train, n_test, seed)
+
+    load.__doc__ = f"scikit-learn's bundled {name} table; a fixed stratified 80/20 split (by ``seed``)."
+    return load
 
 
 def _file_set(name: str) -> Callable[..., _Arrays]:
@@ -74,12 +93,39 @@ def _file_set(name: str) -> Callable[..., _Arrays]:
     return load
 
 
-DATASETS: dict[str, Callable[..., _Arrays]] = {
-    "digits": _digits,
-    "synthetic": _synthetic,
-    "mnist": _file_set("mnist"),
-    "fashion_mnist": _file_set("fashion_mnist"),
-    "cifar10": _file_set("cifar10"),
+def _imdb(n_train: int | None = None, n_test: int | None = None, seed: int = 0, vocab_size: int = 10_000,
+          max_length: int = 200, download: bool = False, verify: bool = True) -> _Arrays:
+    """IMDB reviews as token ids from Keras's ``imdb.npz`` in ``data_dir()/imdb/``: the
+    ``vocab_size`` most frequent ids (rarer words are out-of-vocabulary), cut or padded in front
+    to ``max_length``."""
+    from dltune.data._imdb import load_imdb
+
+    check_bool("download", download)
+    check_bool("verify", verify)
+    arrays = load_imdb(data_dir() / "imdb", download, verify, check_int("vocab_size", vocab_size, 4, 10_000_000),
+                       check_int("max_length", max_length, 1, 100_000))
+    return _subset(arrays, n_train, n_test, check_int("seed", seed, 0, None))
+
+
+@functools.wraps(_synthetic.make_synthetic_sequence)
+def _synthetic_sequence(**params: Any) -> _Arrays:
+    x_train, y_train, x_test, y_test = _synthetic.make_synthetic_sequence(**params)
+    return x_train.transpose(0, 2, 1), y_train, x_test.transpose(0, 2, 1), y_test  # (N, F, T)
+
+
+DATASETS: dict[str, DataSource] = {
+    "digits": DataSource(_digits, "image"),
+    "synthetic": DataSource(_synthetic.make_synthetic, "image"),
+    "mnist": DataSource(_file_set("mnist"), "image"),
+    "fashion_mnist": DataSource(_file_set("fashion_mnist"), "image"),
+    "cifar10": DataSource(_file_set("cifar10"), "image"),
+    "breast_cancer": DataSource(_bundled_table("breast_cancer"), "tabular"),
+    "wine": DataSource(_bundled_table("wine"), "tabular"),
+    "iris": DataSource(_bundled_table("iris"), "tabular"),
+    "synthetic_tabular": DataSource(_synthetic.make_synthetic_tabular, "tabular"),
+    "imdb": DataSource(_imdb, "tokens"),
+    "synthetic_tokens": DataSource(_synthetic.make_synthetic_tokens, "tokens"),
+    "synthetic_sequence": DataSource(_synthetic_sequence, "sequence"),
 }
 
 # Parameters that change how files are fetched, not which data is loaded.
@@ -91,40 +137,38 @@ def available_datasets() -> list[str]:
     return list(DATASETS)
 
 
-def _accepted(loader: Callable[..., Any]) -> list[str]:
-    if loader is _synthetic:
-        from dltune.data._synthetic import make_synthetic
-
-        loader = make_synthetic
-    return [p for p in inspect.signature(loader).parameters]
-
-
 def load_dataset(name: str, **params: Any) -> Dataset:
     """Load data set ``name`` (see :func:`available_datasets`), normalised, cached in-process.
 
     Args:
-        name: ``digits``, ``synthetic``, ``mnist``, ``fashion_mnist`` or ``cifar10``.
+        name: one of :func:`available_datasets` (:data:`DATASETS` gives each one's modality).
         params: the loader's parameters, e.g. ``n_train=500`` (all), ``difficulty=0.7``
-            (synthetic), ``download=True`` (file sets).
+            (synthetic ones), ``download=True`` (file sets).
     """
     if name not in DATASETS:
         raise ParameterError(
             f"The 'workload' parameter must be one of {{{', '.join(map(repr, DATASETS))}}}. "
             f"Got {name!r} instead."
         )
-    loader = DATASETS[name]
-    accepted = _accepted(loader)
-    unknown = sorted(set(params) - set(accepted))
+    source = DATASETS[name]
+    signature = inspect.signature(source.loader)
+    unknown = sorted(set(params) - set(signature.parameters))
     if unknown:
         raise ParameterError(
-            f"Data set '{name}' takes the parameters {{{', '.join(accepted)}}}. Got {unknown[0]!r} instead."
+            f"Data set '{name}' takes the parameters {{{', '.join(signature.parameters)}}}. "
+            f"Got {unknown[0]!r} instead."
         )
     identity = {k: v for k, v in params.items() if k not in _NOT_IDENTITY}
     # The data folder is part of the key: the same name may be read from another folder.
     key = (name, str(data_dir()), tuple(sorted((k, repr(v)) for k, v in identity.items())))
     if key not in _cache:
-        x_train, y_train, x_test, y_test = loader(**params)
-        x_train, x_test = normalise(x_train, x_test)
+        x_train, y_train, x_test, y_test = source.loader(**params)
+        x_train, x_test = normalise(x_train, x_test, source.modality)
         classes = int(max(y_train.max(), y_test.max())) + 1
-        _cache[key] = Dataset(name, x_train, y_train, x_test, y_test, params=identity, num_classes=classes)
+        # A token set's vocabulary is its loader's, not the largest id a subset happens to hold.
+        bound = signature.bind_partial(**params)
+        bound.apply_defaults()
+        vocab = int(bound.arguments.get("vocab_size", 0)) if source.modality == "tokens" else 0
+        _cache[key] = Dataset(name, x_train, y_train, x_test, y_test, params=identity, num_classes=classes,
+                              modality=source.modality, vocab_size=vocab)
     return _cache[key]

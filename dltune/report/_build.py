@@ -127,7 +127,7 @@ def _analysis(records: list[StudyRecord]) -> Analysis:
 
     w = records[0].measurement.workload
     spec = w.get("model_spec") or {}
-    return Analysis(records_frame(records), dataset_kind(spec.get("input_shape", [1])[0]),
+    return Analysis(records_frame(records), dataset_kind(spec.get("input_shape", [1])),
                     w.get("dataset"))
 
 

@@ -19,7 +19,7 @@ __all__ = ["preset_for"]
 def preset_for(framework: str, workload: Any, max_epochs: int | None = None) -> tuple[TrainConfig, str]:
     """The framework's own default preset (:func:`dltune.config.default_preset`) on this
     workload, and a label that says what was borrowed and what was capped."""
-    dataset = dataset_kind(workload.dataset.input_shape[0])
+    dataset = dataset_kind(workload.dataset.input_shape)
     name = default_preset(framework, dataset)
     config = TrainConfig.preset(name, dataset, framework=framework)
     label = f"{name}/{dataset}"
@@ -92,22 +92,33 @@ def _most_accurate(study: Any, k: int) -> list[Any]:
                                        float(t.user_attrs.get("train_time_s") or 0.0), t.number))[:k]
 
 
-def _repeat_best(study: Any, workload: Any, k: int, pool: Any) -> list[dict[str, Any]]:
-    """Measure the ``k`` most accurate trials again with another seed (theirs + 1).
+def _repeat_best(study: Any, workload: Any, k: int, pool: Any, seeds: int = 1) -> list[dict[str, Any]]:
+    """Measure the ``k`` most accurate trials again with ``seeds`` other seeds (theirs + 1, + 2, ...).
 
     A search's best trial is partly luck: the most accurate of many noisy runs. Measured again,
     its accuracy says how much; the pairs give the workload's own seed noise, which
-    :func:`dltune.recommend` uses for the configurations measured on it. Each repeat is stored
-    on the study (``repeat_measurement:<trial>``), so a resumed call measures only new ones.
+    :func:`dltune.recommend` uses for the configurations measured on it. With several seeds a
+    row also has their mean, spread and interval (``seeds``), the trial's own run left out as
+    the winner of a selection. Each repeat is stored on the study
+    (``repeat_measurement:<trial>``, then ``:<k>`` for the k-th further seed), so a resumed call
+    measures only new ones.
     """
+    from dltune._bench import mean_interval
+
     rows = []
     for trial in _most_accurate(study, k):
         config = TrainConfig.from_dict(trial.user_attrs["config"])
-        record = _stored_measurement(study, f"{REPEAT_PREFIX}{trial.number}", workload,
-                                     config.replace(seed=config.seed + 1), pool,
-                                     trial.user_attrs.get("startup_env"))
+        records = [_stored_measurement(study, f"{REPEAT_PREFIX}{trial.number}" + (f":{i}" if i else ""),
+                                       workload, config.replace(seed=config.seed + 1 + i), pool,
+                                       trial.user_attrs.get("startup_env"))
+                   for i in range(seeds)]
+        record = records[0]
         metrics = record.metrics if record.ok else {}
+        ok = [r.metrics for r in records if r.ok]
+        spread = {name: mean_interval([m[name] for m in ok]) for name in ("test_accuracy", "train_time_s")
+                  if len(ok) > 1} if seeds > 1 else None
         rows.append({
+            "seeds": spread,
             "trial": trial.number,
             "seed": record.config.get("seed"),
             "status": record.status,

@@ -257,8 +257,10 @@ def test_from_arrays_layouts(layout):
         "flat": lambda x: x.reshape(len(x), -1),
     }[layout]
     y = np.arange(50) % 5
-    data = from_arrays(make(base[:40]), y[:40], make(base[40:]), y[40:])
-    assert isinstance(data, Dataset)
+    # A float (N, F) array is tabular rows unless read as flat square images.
+    modality = "image" if layout == "flat" else None
+    data = from_arrays(make(base[:40]), y[:40], make(base[40:]), y[40:], modality=modality)
+    assert isinstance(data, Dataset) and data.modality == "image"
     assert data.input_shape[1:] == (10, 10)
     assert data.num_classes == 5
 
@@ -270,7 +272,7 @@ def test_from_arrays_errors():
         from_arrays(x, y[:5], x, y)
     with pytest.raises(ParameterError, match="at least 8x8"):
         from_arrays(np.zeros((20, 4, 4)), y, np.zeros((20, 4, 4)), y)
-    with pytest.raises(ParameterError, match="same image shape"):
+    with pytest.raises(ParameterError, match="same sample shape"):
         from_arrays(x, y, np.zeros((20, 12, 12)), y)
     with pytest.raises(ParameterError, match="integer class labels"):
         from_arrays(x, y + 0.5, x, y)
