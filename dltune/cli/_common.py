@@ -140,21 +140,44 @@ def frameworks_from_args(text: str | None, available: Callable[[str], bool]) -> 
 
 
 def add_workload_args(parser: argparse.ArgumentParser) -> None:
-    from dltune.data import available_datasets
+    from dltune._workload import default_model
+    from dltune.data import MODALITIES, available_datasets
     from dltune.models import available_models
 
     parser.add_argument("--workload", default="digits",
                         help=f"data set: {', '.join(available_datasets())} (default: %(default)s)")
-    parser.add_argument("--model", default="lenet",
-                        help=f"model preset: {', '.join(available_models())} (default: %(default)s)")
+    model = parser.add_mutually_exclusive_group()
+    defaults = ", ".join(f"{default_model(m)} for {m}" for m in MODALITIES if default_model(m))
+    model.add_argument("--model", default=None,
+                       help=f"model preset: {', '.join(available_models())} (default: the data's, {defaults})")
+    model.add_argument("--model-file", dest="model", action=ModelFile, metavar="FILE",
+                       help="your own model, a YAML or JSON spec file (docs/how-to/your-own-model.md)")
+    parser.set_defaults(model_file=None)
     parser.add_argument("--data", action="append", metavar="KEY=VALUE",
                         help="data set parameter, e.g. --data n_train=500 (repeatable)")
+
+
+class ModelFile(argparse.Action):
+    """``--model-file FILE``: ``model`` becomes the :class:`~dltune.models.ModelSpec` the file
+    describes (a bad file is refused in one line before anything runs) and ``model_file`` its
+    path, for the commands that print a command line to run next."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from dltune._errors import DltuneError
+        from dltune.models import load_spec
+
+        try:
+            setattr(namespace, self.dest, load_spec(values))
+        except DltuneError as exc:
+            parser.error(f"argument {option_string}: {exc}")
+        namespace.model_file = values
 
 
 def load_workload(args: argparse.Namespace):
     from dltune._workload import Workload
 
-    return Workload.from_name(args.workload, args.model or "lenet", **parse_key_values(args.data, "data"))
+    return Workload.from_name(args.workload, args.model, **parse_key_values(args.data, "data"))
 
 
 def print_json(data: Any) -> None:

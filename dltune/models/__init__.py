@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from dltune.models._presets import MODEL_PRESETS, available_models, build_model
+from dltune.models._presets import (
+    MODEL_PRESETS,
+    ModelPreset,
+    available_models,
+    build_model,
+    model_family,
+    model_features,
+)
 from dltune.models._spec import (
+    GRU,
+    LSTM,
     Activation,
     AvgPool1D,
     AvgPool2D,
@@ -22,6 +31,7 @@ from dltune.models._spec import (
     Residual,
     SpecError,
 )
+from dltune.models._spec_file import load_spec
 
 __all__ = [
     "MODEL_PRESETS",
@@ -35,13 +45,19 @@ __all__ = [
     "Dropout",
     "Embedding",
     "Flatten",
+    "GRU",
     "GlobalAvgPool2D",
+    "LSTM",
     "Layer",
     "MaxPool1D",
     "MaxPool2D",
+    "ModelPreset",
     "ModelSpec",
     "Residual",
     "SpecError",
     "available_models",
     "build_model",
+    "load_spec",
+    "model_family",
+    "model_features",
 ]

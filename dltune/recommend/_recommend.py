@@ -20,6 +20,7 @@ from dltune.config import (
     default_preset,
 )
 from dltune.data import dataset_kind
+from dltune.models import ModelSpec
 from dltune.recommend._candidates import (
     candidate_configs,
     default_frameworks,
@@ -89,29 +90,31 @@ def _check_knowledge_base(path: str | Path) -> None:
         raise ParameterError(f"The 'knowledge_base' file {str(path)!r} holds no records.")
 
 
-def _resolve_workload(workload: Any, model: str | None, perf) -> tuple[str, Any, dict[str, Any], str | None]:
+def _resolve_workload(workload: Any, model: str | ModelSpec | None, perf) -> tuple[str, Any, dict[str, Any], str | None]:
     """Data set name, model spec, meta-features and data set fingerprint of the workload.
 
     A data set named with its default parameters that the knowledge base measured is not
     loaded at all: its recorded meta-features (landmarks included) are reused, which keeps a
     fresh ``recommend('digits')`` fast.
     """
-    from dltune._workload import as_workload
-    from dltune.models import build_model
+    from dltune._workload import as_workload, model_takes
+    from dltune.models import build_model, model_features
 
     if isinstance(workload, str):
         meta = perf.named_dataset_meta(workload)
-        if meta is not None:
+        # Images only: their recorded (channels, height, width) rebuild a model that takes images.
+        takes = model_takes(model or "lenet")
+        if meta is not None and meta.get("modality", "image") == "image" and (not takes or "image" in takes):
             spec = build_model(model or "lenet", (int(meta["channels"]), int(meta["height"]),
                                                   int(meta["width"])), int(meta["num_classes"]))
-            meta.update(spec.cost_features())
+            meta.update(model_features(spec))
             return workload, spec, meta, perf.named_dataset_fingerprint(workload)
     wl = as_workload(workload, model)
     fingerprint = wl.dataset.fingerprint()
     meta = perf.workload_meta(fingerprint)
     if meta is None:
         meta = wl.meta_features()
-    meta.update(wl.model.cost_features())
+    meta.update(model_features(wl.model))
     return wl.dataset.name, wl.model, meta, fingerprint
 
 
@@ -123,7 +126,7 @@ def recommend(
     frameworks: list[str] | None = None,
     top_k: int = 3,
     *,
-    model: str | None = None,
+    model: str | ModelSpec | None = None,
     records: list[Any] | None = None,
     storage: str | None = "default",
     knowledge_base: str | Path | None = None,
@@ -151,7 +154,8 @@ def recommend(
             (``mxnet``, ``theano``) makes it a candidate.
         top_k: how many configurations to return: the best plus up to ``top_k - 1``
             alternatives on the Pareto front (:func:`alternatives_of`).
-        model: model preset when ``workload`` is a name or arrays (default ``lenet``).
+        model: model preset, or a :class:`~dltune.models.ModelSpec` (e.g. from
+            :func:`~dltune.models.load_spec`), when ``workload`` is a name or arrays (default ``lenet``).
         records: extra measurement records (or record files) to fit on.
         storage: Optuna storage whose records are added (``"default"``: ``./dltune.db`` or
             ``$DLTUNE_STORAGE`` when present; None: none).
@@ -188,7 +192,7 @@ def recommend(
     dataset_name, spec, meta, fingerprint = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()
     low_e, high_e = perf.config_ranges_["epochs"]
-    kind = dataset_kind(spec.input_shape[0])
+    kind = dataset_kind(spec.input_shape)
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, compared, kind, fingerprint, spec.name, repr(policy)],
                           sort_keys=True, default=str)
     # The entry keeps its model alive, so a model's id cannot be reused while it is cached.
@@ -267,7 +271,7 @@ def recommend(
         constraints=limits, interval_notes=list(scored.notes), ranked_own_share=share,
         measured_runs=chosen.measured_runs, defaults=defaults, frameworks=list(frameworks),
         retired=best_retired, storage=mask_url(storage) if storage else None,
-        caveat=_caveat(perf, hw_dict, reasons) if ood else None,
+        caveat=_caveat(perf, hw_dict, reasons, meta) if ood else None,
     )
 
 
@@ -354,10 +358,14 @@ def _frameworks(requested: list[str] | None, perf, local: bool, policy: Recommen
     return available, compared
 
 
-def _caveat(perf, hardware: dict[str, Any], reasons: list[str]) -> str:
-    """One calm line on what an out-of-distribution recommendation rests on: for a machine the
-    knowledge base never measured, whose times are estimated from and how to measure this one;
-    else the first reason (``Recommendation.details`` lists them all)."""
+def _caveat(perf, hardware: dict[str, Any], reasons: list[str], meta: dict[str, Any]) -> str:
+    """One calm line on what an out-of-distribution recommendation rests on: for a workload
+    outside the measured range, the first way it is (the accuracy is a guess there); for a
+    machine the knowledge base never measured, whose times are estimated from and how to
+    measure this one; else the first reason (``Recommendation.details`` lists them all)."""
+    outside = perf.outside_reasons(meta)
+    if outside:
+        return f"{outside[0].split(' (')[0]}: the figures are rough"
     if perf.machine_of(hardware) not in perf.calibrated_machines() and not perf.machines_alike(hardware):
         cpu, cores = perf.reference_machine_.split("|")[:2]
         return (f"times estimated from {cpu} ({cores} cores): `dltune kb calibrate` "

@@ -28,6 +28,7 @@ __all__ = [
     "ran_in_new_process",
     "record_row",
     "total_work",
+    "workload_facts",
     "workload_vector",
     "hardware_vector",
     "memory_as_now",
@@ -117,6 +118,26 @@ def total_work(row: dict[str, Any]) -> float:
 
 def workload_vector(meta: dict[str, Any]) -> np.ndarray:
     return np.array([_log(meta.get(k)) if lg else _num(meta.get(k)) for _, k, lg in WORKLOAD_FEATURES])
+
+
+def workload_facts(meta: dict[str, Any], model: str | None = None) -> dict[str, Any]:
+    """The categorical facts of a workload's meta-features that its coverage is judged by:
+    ``modality``, ``model_family``, ``input_shape`` (a tuple, or None) and ``num_classes``.
+
+    Records written before these were meta-features hold images (the only data then) trained
+    by a preset (``model``, or the meta-features' own ``model``), whose family the preset
+    registry declares."""
+    from dltune.models import MODEL_PRESETS
+
+    name = meta.get("model") or model
+    family = meta.get("model_family") or (MODEL_PRESETS[name].family if name in MODEL_PRESETS else None)
+    shape = meta.get("input_shape")
+    if shape is None and all(meta.get(k) is not None for k in ("channels", "height", "width")):
+        shape = (meta["channels"], meta["height"], meta["width"])
+    classes = meta.get("num_classes")
+    return {"modality": meta.get("modality") or "image", "model_family": family,
+            "input_shape": tuple(int(v) for v in shape) if shape is not None else None,
+            "num_classes": int(classes) if classes is not None else None}
 
 
 def hardware_vector(hardware: dict[str, Any]) -> np.ndarray:

@@ -10,7 +10,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from dltune.hardware._hardware import cpu_identity
-from dltune.surrogate._features import WORKLOAD_FEATURES, hardware_vector, workload_vector
+from dltune.surrogate._features import (
+    WORKLOAD_FEATURES,
+    hardware_vector,
+    workload_facts,
+    workload_vector,
+)
 from dltune.surrogate._machines import machine_key
 from dltune.surrogate._records import intra_threads
 
@@ -20,6 +25,7 @@ __all__ = ["NoveltyMixin", "NoveltyPolicy"]
 _NOVELTY = ("log_n_train", "channels", "log_height", "log_num_classes", "landmark_logreg",
             "landmark_1nn", "log_flops_per_sample")
 _NOVELTY_IDX = [i for i, (n, _, _) in enumerate(WORKLOAD_FEATURES) if n in _NOVELTY]
+_UNLIKE = "the workload is unlike every measured one of its model"
 
 
 class NoveltyPolicy(Protocol):
@@ -113,15 +119,49 @@ class NoveltyMixin:
                           f"and test input values against {ratio[2]:,.0f}): training time and memory are "
                           f"extrapolated by their cost models")
 
-    def _unlike(self, meta: dict[str, Any], k: int) -> tuple[list[tuple[str, float]], bool, float]:
-        """The ``k`` nearest workloads of ``meta``, whether its model was never measured, and how
-        many times wider its intervals get for the workload (1.0: like the measured ones): ``1 +
-        d / t`` beyond the threshold ``t``, ``1 + max(d, t) / t`` for a model never measured."""
+    def outside_reasons(self, meta: dict[str, Any]) -> list[str]:
+        """Why ``meta`` lies outside what the knowledge base measured, one reason per fact: a
+        data modality or model family it never measured, a class count outside the measured
+        range, an input shape outside the range measured for its modality ([] where none)."""
+        self._check_fitted()
+        asked = workload_facts(meta)
+        measured = [workload_facts(w["meta"], w.get("model")) for w in self.workloads_]
+        reasons = []
+        modalities = sorted({m["modality"] for m in measured})
+        if asked["modality"] not in modalities:
+            reasons.append(f"the data are {asked['modality']}, a modality never measured "
+                           f"(measured: {', '.join(modalities)})")
+        families = sorted({m["model_family"] for m in measured if m["model_family"]})
+        if asked["model_family"] and families and asked["model_family"] not in families:
+            reasons.append(f"model family {asked['model_family']!r} was never measured "
+                           f"(measured: {', '.join(families)})")
+        classes = [m["num_classes"] for m in measured if m["num_classes"]]
+        n = asked["num_classes"]
+        if n and classes and not min(classes) <= n <= max(classes):
+            reasons.append(f"{n} classes is outside the measured {min(classes)}..{max(classes)}")
+        shape = asked["input_shape"]
+        shapes = np.array([m["input_shape"] for m in measured if shape and m["modality"] == asked["modality"]
+                           and m["input_shape"] and len(m["input_shape"]) == len(shape)])
+        if len(shapes):
+            low, high = shapes.min(axis=0), shapes.max(axis=0)
+            if np.any((np.array(shape) < low) | (np.array(shape) > high)):
+                ranges = " x ".join(f"{a}..{b}" if a != b else f"{a}" for a, b in zip(low, high, strict=True))
+                reasons.append(f"input {'x'.join(map(str, shape))} is outside the measured {ranges}")
+        return reasons
+
+    def _unlike(self, meta: dict[str, Any], k: int) -> tuple[list[tuple[str, float]], str | None, float]:
+        """The ``k`` nearest workloads of ``meta``, why it is unlike the measured ones (None:
+        it is not), and how many times wider its intervals get for the workload (1.0: like the
+        measured ones): ``1 + d / t`` beyond the threshold ``t``, ``1 + max(d, t) / t`` for a
+        model never measured or a workload outside the measured range (:meth:`outside_reasons`)."""
         nearest = self.nearest_workloads(meta, k=k)
-        new_model = not self.model_measured(meta.get("model"))
-        if not nearest or not (new_model or nearest[0][1] > self.ood_threshold_):
-            return nearest, new_model, 1.0
-        return nearest, new_model, 1.0 + max(nearest[0][1], self.ood_threshold_ if new_model else 0.0) / self.ood_threshold_
+        why = ("its model was never measured" if not self.model_measured(meta.get("model"))
+               else "the workload lies outside the measured range" if self.outside_reasons(meta)
+               else None)
+        if not nearest or not (why or nearest[0][1] > self.ood_threshold_):
+            return nearest, None, 1.0
+        unlike = 1.0 + max(nearest[0][1], self.ood_threshold_ if why else 0.0) / self.ood_threshold_
+        return nearest, why or _UNLIKE, unlike
 
     def consensus_accuracy_band(self, rows: Sequence[dict[str, Any]],
                                 meta: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -169,19 +209,22 @@ class NoveltyMixin:
     def novelty(self, meta: dict[str, Any], hardware: dict[str, Any], policy: NoveltyPolicy
                 ) -> tuple[bool, list[str], list[tuple[str, float]]]:
         """Whether a workload / hardware lies outside the knowledge base, by ``policy``'s
-        thresholds (``data_size_ood``, ``hardware_memory_range``): (flag, reasons, nearest)."""
-        nearest, new_model, unlike = self._unlike(meta, k=3)
+        thresholds (``data_size_ood``, ``hardware_memory_range``), the measured range of
+        workloads (:meth:`outside_reasons`) and the distance to them: (flag, reasons, nearest)."""
+        nearest, _, unlike = self._unlike(meta, k=3)
+        outside = self.outside_reasons(meta)
         reasons = []
-        if new_model:
+        if not self.model_measured(meta.get("model")):
             measured = sorted({str(w.get("model")) for w in self.workloads_})
             reasons.append(f"model {meta['model']!r} was never measured (measured: {', '.join(measured)}): "
                            "its accuracy is predicted from other models' runs")
-        elif unlike > 1.0:
+        elif unlike > 1.0 and (not outside or nearest[0][1] > self.ood_threshold_):
             reasons.append(
                 f"workload is unlike every measured one of its model (distance {nearest[0][1]:.2f} to "
                 f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of the "
                 "nearest other of their model)"
             )
+        reasons.extend(outside)
         larger = self._data_size_reason(meta, policy)
         if larger:
             reasons.append(larger[1])
@@ -198,7 +241,8 @@ class NoveltyMixin:
         would claim a confidence the data cannot give. A workload at distance ``d`` (from the
         nearest measured workload of its model) beyond the out-of-distribution threshold ``t``
         gets every interval's width multiplied by ``1 + d / t``, a model never measured by
-        ``1 + max(d, t) / t``; a data set ``r`` > ``policy.data_size_ood`` times the largest measured gets
+        ``1 + max(d, t) / t``, and so a workload outside the measured range
+        (:meth:`outside_reasons`); a data set ``r`` > ``policy.data_size_ood`` times the largest measured gets
         the training-time and memory intervals' widths (in log space) multiplied by
         ``1 + ln(r)`` instead where that is more (their cost models extrapolate in size, with
         coefficients fitted on smaller data sets); hardware unlike the measured gets the training-time interval widened by
@@ -219,19 +263,18 @@ class NoveltyMixin:
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         notes = []
-        _, new_model, unlike = self._unlike(meta, k=1)
+        _, why, unlike = self._unlike(meta, k=1)
         if unlike > 1.0:
             for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
                 _stretch(out, key, unlike, log_space)
             out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
             out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
-            notes.append(f"intervals {unlike:.1f}x wider: " + ("its model was never measured" if new_model
-                                                              else "the workload is unlike every measured one of its model"))
+            notes.append(f"intervals {unlike:.1f}x wider: {why or _UNLIKE}")
             if consensus is not None:
                 out["accuracy_low"] = np.minimum(out["accuracy_low"], consensus[0])
                 out["accuracy_high"] = np.maximum(out["accuracy_high"], consensus[1])
                 notes.append("accuracy intervals reach the configuration's interval averaged over the measured "
-                             + ("workloads" if new_model else "workloads of its model"))
+                             + ("workloads of its model" if self.model_measured(meta.get("model")) else "workloads"))
         larger = self._data_size_reason(meta, policy)
         # The distance counts the data's size too: a data set both larger and unlike gets the
         # larger of the two stretches, not their product.
