@@ -21,7 +21,8 @@ EXAMPLES = {
   dltune kb build --suite reference --frameworks torch,tensorflow --time-budget 8h""",
     "calibrate": """examples:
   dltune kb calibrate --plan
-  dltune kb calibrate --time-budget 30m""",
+  dltune kb calibrate
+  dltune kb calibrate --full --time-budget 30m""",
     "export": """examples:
   dltune kb export --from ~/.cache/dltune/kb/reference
   dltune kb export --calibration""",
@@ -62,13 +63,15 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.set_defaults(func=run_build)
 
     calibrate = _action(sub, "calibrate",
-                        "measure this machine's speed on a few knowledge-base workloads (minutes)")
+                        "measure this machine's throughput per layer kind and framework (about a minute on 2 cores)")
     calibrate.add_argument("--frameworks", help="comma-separated backends (default: all available)")
     calibrate.add_argument("--out", help="folder (default: <cache>/kb/calibration-<machine>, "
                                          "which recommend reads)")
     calibrate.add_argument("--time-budget", type=duration, metavar="DURATION",
                            help="start no run after this long: 90, 90s, 20m, 1h (default: no limit)")
     add_renamed(calibrate, budget_hours="--time-budget")
+    calibrate.add_argument("--full", action="store_true",
+                           help="measure whole knowledge-base runs instead (about 60; minutes)")
     _add_quiet_wait(calibrate)
     calibrate.add_argument("--plan", action="store_true", help="print the planned runs and exit")
     calibrate.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -187,15 +190,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     frameworks = _frameworks(args)
     # The calibration's own checks, before the warning of a busy machine; all --plan does besides.
-    plan = calibration_plan(frameworks, args.out, args.time_budget, args.quiet_wait)
+    plan = calibration_plan(frameworks, args.out, args.time_budget, args.quiet_wait, full=args.full)
     if args.plan:
         return _print_plan(args, plan)
     _warn_if_loaded(advice="calibrate (every prediction for this machine will be scaled by it)")
     result = calibrate_machine(frameworks, args.out, args.time_budget,
                                progress=not (args.json or args.quiet),
-                               command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
+                               command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait,
+                               full=args.full)
     _print_result(args, result)
-    if not args.json:
+    if not args.json and not args.full:
+        print("recommend now includes these runs: it scales the knowledge base's throughput of "
+              "each layer kind and its overheads, per framework, by what they measured here")
+    elif not args.json:
         print("recommend now includes these runs: the training-time surrogate learns this "
               "machine's speed from them")
         cores = usable_cores()

@@ -9,7 +9,7 @@ from dltune.config._goals import (
     check_objective,
     constraint_flag,
 )
-from dltune.config._threads import ThreadConfig, usable_cores
+from dltune.config._threads import ThreadConfig, thread_grid, usable_cores
 from dltune.config._train_config import (
     LR_RANGES,
     LR_SCHEDULES,
@@ -34,5 +34,6 @@ __all__ = [
     "check_objective",
     "constraint_flag",
     "default_preset",
+    "thread_grid",
     "usable_cores",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from dltune._validation import check_int
 
-__all__ = ["ThreadConfig", "usable_cores"]
+__all__ = ["ThreadConfig", "thread_grid", "usable_cores"]
 
 
 def usable_cores() -> int:
@@ -19,12 +19,23 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def thread_grid(cores: int) -> tuple[int, ...]:
+    """The thread counts measured and proposed on a machine with ``cores`` usable cores: 1, 2,
+    4, ... up to ``cores``, and ``cores`` itself where it is not a power of two. The one rule
+    for every grid of thread counts (calibration, knowledge-base slices, candidates), so that
+    the counts recommend proposes are the counts measured."""
+    check_int("cores", cores, 1, 1 << 20)
+    counts = [1 << i for i in range(cores.bit_length()) if 1 << i <= cores]
+    return tuple(counts) if counts[-1] == cores else (*counts, cores)
+
+
 @dataclass(frozen=True)
 class ThreadConfig:
     """Threads a framework may use. ``None`` leaves the framework's own default.
 
     Attributes:
-        intra_op: threads inside one operator (``torch.set_num_threads``, TF intra-op pool).
+        intra_op: threads inside one operator (``torch.set_num_threads``, TF intra-op pool,
+            XLA's CPU pool for JAX through ``PJRT_NPROC``).
         inter_op: threads running independent operators concurrently.
         blas: OpenMP / MKL / OpenBLAS thread count (``OMP_NUM_THREADS`` and friends); defaults
             to ``intra_op`` when that is set.

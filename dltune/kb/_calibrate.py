@@ -1,5 +1,11 @@
 """``dltune kb calibrate``: measure how fast this machine runs what the knowledge base measured.
 
+Quick (the default, about 2 minutes on 2 cores): one epoch of a small reference workload per
+model family at each batch size and thread count of the grid, per framework (``SUITES["quick"]``);
+``PerformanceModel`` fits from them this machine's throughput of each layer kind and its
+overheads as multipliers of the knowledge base's (``CalibrationMixin._fit_machine_kinds``).
+Full (``full=True``), described below, measures whole knowledge-base runs instead.
+
 The shipped knowledge base was measured on one machine. On another, the surrogates' training
 times are off by whatever that machine's speed is (a 2-vCPU Intel Xeon VM ran the knowledge
 base's digits LeNet about 3x slower than the build machine) and ``recommend`` can only flag the
@@ -21,10 +27,21 @@ from typing import Any
 
 from dltune.config._goals import refuse_renamed
 from dltune.kb._build import BuildResult, build_kb, plan_build
-from dltune.kb._suite import CALIBRATION_PLAN, PlannedRun
+from dltune.kb._suite import CALIBRATION_PLAN, QUICK_PLAN, PlannedRun
 from dltune.measure._shipped import calibration_records  # re-exported
 
 __all__ = ["calibrate_machine", "calibration_dir", "calibration_plan", "calibration_records"]
+
+# The quick calibration's records go to ``<calibration folder>-quick``: ``calibration_records``
+# reads every ``calibration-*`` folder, and a full calibration's folder stays as it was.
+_QUICK_SUFFIX = "-quick"
+
+
+def _suite_and_folder(full: bool, out: str | Path | None) -> tuple[str, Path | str, dict[str, int]]:
+    if full:
+        return "calibration", out if out is not None else calibration_dir(), CALIBRATION_PLAN
+    folder = calibration_dir()
+    return "quick", out if out is not None else folder.with_name(folder.name + _QUICK_SUFFIX), QUICK_PLAN
 
 
 def calibration_dir(hardware: dict[str, Any] | None = None) -> Path:
@@ -49,18 +66,21 @@ def calibrate_machine(
     progress: bool | Callable[[dict[str, Any]], None] = False,
     command: str | None = None,
     quiet_wait_s: float = 0.0,
+    full: bool = False,
     **renamed: Any,
 ) -> BuildResult:
     """Measure the calibration suite on this machine (resumable, like :func:`build_kb`, whose
-    ``quiet_wait_s`` it passes on). On a machine with more than 2 usable cores each
-    space-filling configuration also runs with all of them: the knowledge base measured 1 and
-    2 threads, and the surrogates learn from these what more threads gain here. No run starts
-    after ``time_budget_s`` seconds."""
+    ``quiet_wait_s`` it passes on); no run starts after ``time_budget_s`` seconds.
+
+    Quick (the default): the probes of ``SUITES["quick"]`` at every thread count of this
+    machine's grid. ``full``: the first knowledge-base configurations of three workloads, and on
+    a machine with more than 2 usable cores each once more with all of them: the knowledge base
+    measured 1 and 2 threads, and the surrogates learn from these what more threads gain here."""
 
     refuse_renamed("calibrate_machine", renamed)
-    return build_kb("calibration", out if out is not None else calibration_dir(), frameworks,
-                    time_budget_s, progress=progress, command=command, quiet_wait_s=quiet_wait_s,
-                    all_cores=True, **CALIBRATION_PLAN)
+    suite, folder, design = _suite_and_folder(full, out)
+    return build_kb(suite, folder, frameworks, time_budget_s, progress=progress, command=command,
+                    quiet_wait_s=quiet_wait_s, all_cores=True, **design)
 
 
 def calibration_plan(
@@ -68,8 +88,10 @@ def calibration_plan(
     out: str | Path | None = None,
     time_budget_s: float | None = None,
     quiet_wait_s: float = 0.0,
+    full: bool = False,
 ) -> list[PlannedRun]:
     """The runs :func:`calibrate_machine` with the same arguments measures on this machine,
     after the checks it makes before its first run (:func:`plan_build`); writes nothing."""
-    return plan_build("calibration", out if out is not None else calibration_dir(), frameworks,
-                      time_budget_s, quiet_wait_s=quiet_wait_s, all_cores=True, **CALIBRATION_PLAN).runs
+    suite, folder, design = _suite_and_folder(full, out)
+    return plan_build(suite, folder, frameworks, time_budget_s, quiet_wait_s=quiet_wait_s,
+                      all_cores=True, **design).runs

@@ -21,9 +21,11 @@ from typing import Any
 from dltune._validation import check_choice, check_int
 from dltune.backends._registry import BACKENDS
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, default_preset
+from dltune.config._threads import thread_grid
 from dltune.data import dataset_kind
 
-__all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "SUITES", "PlannedRun", "SuiteWorkload", "plan_suite", "run_key"]
+__all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "QUICK_PLAN", "SUITES", "SUITE_DESIGNS", "PlannedRun",
+           "SuiteWorkload", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
 # A backend whose measured memory changed (BackendInfo.revision) gives its fresh-process runs
@@ -151,6 +153,24 @@ SUITES["calibration"] = [w for w in SUITES["reference"]
                          or (w.model == "cifar_quick" and w.params.get("n_train") == 800)]
 CALIBRATION_PLAN = {"configs_per_pair": 4, "repeats": 0, "fresh": 0}
 
+# ``dltune kb calibrate`` (quick, the default): one epoch of a small reference workload per model
+# family, at each batch size of QUICK_BATCHES and each thread count of the machine's grid
+# (``thread_grid``), per framework: what the time model's per-kind throughputs and overheads
+# need (MLP: dense layers and per-step overheads; LeNet and cifar_quick: convolutions and
+# pooling). Reference workloads, so that the knowledge base's own error on each is known.
+SUITES["quick"] = [w for w in SUITES["reference"]
+                   if (w.model, w.params.get("n_train"), w.params.get("height"), w.params.get("channels"))
+                   in {("mlp", 2000, 16, 1), ("lenet", 1500, 16, 1), ("cifar_quick", 600, 16, 3)}]
+QUICK_BATCHES = (16, 128)
+QUICK_PLAN = {"configs_per_pair": 1, "repeats": 0, "fresh": 0}
+# A knowledge-base slice for a many-core machine (``scripts/kb_many_cores.py``): the reference
+# suite's first configurations (the same as the knowledge base's, seeded by workload name) at
+# every thread count of the machine's grid above the 2 the knowledge base measured.
+SUITES["many-cores"] = list(SUITES["reference"][:16])
+# Suites whose runs are not the space-filling design: "probe" (the quick calibration's grid) and
+# "threads" (each space-filling configuration at the thread counts beyond the knowledge base's).
+SUITE_DESIGNS = {"quick": "probe", "many-cores": "threads"}
+
 
 @dataclass(frozen=True)
 class PlannedRun:
@@ -177,6 +197,14 @@ def run_key(workload: SuiteWorkload, config: TrainConfig, repeat: int) -> str:
 def _threads(n: int) -> ThreadConfig:
     # One thread runs pinned to one core: the 1-core hardware target of this machine.
     return ThreadConfig(intra_op=1, inter_op=1, blas=1, cores=1) if n == 1 else ThreadConfig.uniform(n)
+
+
+def _probes(framework: str, cores: int) -> list[tuple[TrainConfig, int, str]]:
+    """The quick calibration's runs of one workload x framework: one epoch per batch size of
+    :data:`QUICK_BATCHES` and thread count of ``thread_grid(cores)``, the fewest threads first."""
+    return [(TrainConfig(framework=framework, optimizer="momentum", learning_rate=0.01, momentum=0.9,
+                         batch_size=batch, epochs=1, seed=0, threads=_threads(n), timeout_s=300.0), 0, "probe")
+            for n in thread_grid(cores) for batch in QUICK_BATCHES]
 
 
 def _sobol(n: int, dims: int, seed: int):
@@ -246,14 +274,24 @@ def plan_suite(
         check_int("all_cores", all_cores, 1, 4096)
     frameworks = list(frameworks or ["torch", "tensorflow"])
     workloads = SUITES[suite]
+    design = SUITE_DESIGNS.get(suite)
+    cores = max(max_threads, all_cores or 0)
     per_pair: dict[tuple[int, str], list[tuple[TrainConfig, int, str]]] = {}
     for w_index, workload in enumerate(workloads):
         channels = int(workload.params.get("channels", 1))
         for framework in frameworks:
+            if design == "probe":
+                per_pair[(w_index, framework)] = _probes(framework, cores)
+                continue
             # Seeded by names, not positions: adding a framework later keeps the others' runs.
             units = _sobol(configs_per_pair, 5, seed + zlib.crc32(f"{workload.name}/{framework}".encode()))
             runs = [(_config_from_unit(framework, u, workload.max_epochs, max_threads), 0,
                      "space-filling") for u in units]
+            if design == "threads":
+                per_pair[(w_index, framework)] = [
+                    (config.replace(threads=_threads(n)), 0, "threads") for config, _, _ in runs
+                    for n in thread_grid(cores) if n > max_threads]
+                continue
             preset = _preset(framework, workload, channels, max_threads)
             if preset is not None:
                 # After a few space-filling rounds: some presets (batch 1 or 10) cost more than
@@ -274,7 +312,7 @@ def plan_suite(
                             for config, _, kind in list(runs) if kind == "space-filling")
             per_pair[(w_index, framework)] = runs
     plan: list[PlannedRun] = []
-    rounds = max(len(v) for v in per_pair.values())
+    rounds = max((len(v) for v in per_pair.values()), default=0)
     for r in range(rounds):
         batch = []
         for (w_index, _framework), runs in per_pair.items():

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dltune.backends._registry import default_framework_names, is_retired
-from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig
+from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, thread_grid
 from dltune.recommend._policy import DEFAULT_POLICY, RecommendPolicy
 
 __all__ = ["candidate_configs", "candidate_threads", "default_frameworks", "measured_candidates",
@@ -43,11 +43,10 @@ def retired_frameworks(frameworks: Sequence[str]) -> list[str]:
     return [f for f in frameworks if is_retired(f)]
 
 
-def candidate_threads(usable_cores: int, policy: RecommendPolicy = DEFAULT_POLICY) -> list[ThreadConfig]:
-    """The thread settings candidates try: ``policy.candidate_threads`` (1, and 2: the most the
-    shipped knowledge base measured), capped at the usable cores, and every usable core."""
-    counts = {min(n, usable_cores) for n in policy.candidate_threads} | {usable_cores}
-    return [_threads(n, usable_cores) for n in sorted(counts)]
+def candidate_threads(usable_cores: int) -> list[ThreadConfig]:
+    """The thread settings candidates try: the machine's :func:`~dltune.config.thread_grid`
+    (1, 2, 4, ... and every usable core), the counts a calibration measures."""
+    return [_threads(n, usable_cores) for n in thread_grid(usable_cores)]
 
 
 def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str], usable_cores: int,
@@ -62,7 +61,7 @@ def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str], u
             continue
         # Fields this TrainConfig knows (a record of another dltune version may hold others).
         base = TrainConfig.from_dict({k: v for k, v in config.items() if k in _FIELDS})
-        for threads in candidate_threads(usable_cores, policy):
+        for threads in candidate_threads(usable_cores):
             configs.append(base.replace(threads=threads))
             which.append(i)
     return configs, which
@@ -86,7 +85,7 @@ def candidate_configs(
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
     epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, policy.candidate_epochs).round().astype(int).tolist()})
-    threads = candidate_threads(usable_cores, policy)
+    threads = candidate_threads(usable_cores)
     batches = policy.candidate_batches
     per_cell = max(1, policy.grid_per_framework // (len(OPTIMIZERS) * len(batches) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []

@@ -37,8 +37,6 @@ class RecommendPolicy:
     """The grid's batch sizes (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     candidate_epochs: int = 4
     """Epoch counts spread over the measured range, its ends included (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
-    candidate_threads: tuple[int, ...] = (1, 2)
-    """Thread counts tried beside every usable core, capped at them (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     grid_per_framework: int = 160
     """Each optimizer x batch x epochs x threads cell gets max(1, this // cells) triples of learning rates (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     data_size_ood: float = 2.0
@@ -55,7 +53,7 @@ class RecommendPolicy:
     def __post_init__(self) -> None:
         for f in fields(self):
             name, value = f.name, getattr(self, f.name)
-            if name in ("candidate_batches", "candidate_threads"):
+            if name == "candidate_batches":
                 if not isinstance(value, tuple) or not value:
                     raise ParameterError(f"The '{name}' parameter must be a non-empty tuple of ints "
                                          f"in [1, inf). Got {value!r} instead.")

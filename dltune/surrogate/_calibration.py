@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dltune.surrogate._features import ran_in_new_process
 from dltune.surrogate._machines import _factors, machine_factor
+from dltune.surrogate._train_time import KINDS, kind_shares
 
 if TYPE_CHECKING:
     from dltune.surrogate._train_time import TrainTimeModel
 
-__all__ = ["MIN_MACHINE_FRAMEWORK_RECORDS", "MIN_MACHINE_MODEL_RECORDS", "MIN_MACHINE_RECORDS",
+__all__ = ["MIN_PROBES", "MIN_MACHINE_FRAMEWORK_RECORDS", "MIN_MACHINE_MODEL_RECORDS", "MIN_MACHINE_RECORDS",
            "MIN_MACHINE_THREADS_RECORDS", "MIN_MACHINE_WORKLOADS", "CalibrationMixin"]
 
 # Records a machine other than the knowledge base's needs before its speed is calibrated and it
@@ -37,6 +39,29 @@ MIN_MACHINE_WORKLOADS = 12
 # that count gets a factor of its own (``dltune kb calibrate`` on more than 2 cores runs 12 per
 # framework with all of them; see machine_factor).
 MIN_MACHINE_THREADS_RECORDS = 3
+# Quick-calibration probes of one framework on a machine before its throughputs per layer kind
+# are fitted (``dltune kb calibrate`` makes 12 per framework on 2 cores).
+MIN_PROBES = 4
+# Weight of the prior that pulls each kind's multiplier towards the framework's overall ratio:
+# the probes tell the kinds apart only as far as their mix of work differs.
+_KIND_PRIOR = 0.05
+
+
+def fit_kind_multipliers(shares: np.ndarray, y: np.ndarray, prior: float = _KIND_PRIOR) -> np.ndarray:
+    """Non-negative multipliers, one per :data:`KINDS` column of ``shares`` (the reference
+    machine's seconds of each kind of work per run), such that ``shares @ m`` fits ``y`` (this
+    machine's seconds) in relative error; each pulled towards the overall ratio (the geometric
+    mean of ``y / shares.sum(1)``) in proportion to how little of the work it is."""
+    from scipy.optimize import lsq_linear
+
+    total = shares.sum(axis=1)
+    s0 = float(np.exp(np.median(np.log(y / total))))
+    A = shares / y[:, None]
+    weight = np.sqrt(prior * len(y)) * (1.0 - (shares / total[:, None]).mean(axis=0)) + 1e-3
+    P = np.diag(weight / s0)
+    fit = lsq_linear(np.vstack([A, P]), np.concatenate([np.ones(len(y)), weight]),
+                     bounds=(s0 / 20, s0 * 20))
+    return fit.x
 
 
 def _thread_deltas(log_ratio: np.ndarray, beyond: np.ndarray, entry: dict[str, float],
@@ -202,6 +227,54 @@ class CalibrationMixin:
                 entry["~"] = float(np.quantile(strays, transfer))
             entry |= _thread_deltas(log_ratio, beyond, entry, frameworks_a, models_a, threads_a, top)
             out[m] = entry
+        return out
+
+    def _fit_machine_kinds(self, X: np.ndarray, y: np.ndarray, machines: list[str],
+                           frameworks: list[str], probes: list[int]) -> None:
+        """Each probed machine's throughput per layer kind and its overheads, per framework, as
+        multipliers of the reference machine's (``machine_speed_[m]["<framework>:<kind>"]``,
+        log; :data:`~dltune.surrogate._train_time.KINDS`), from its quick-calibration runs
+        (rows ``probes``).
+
+        The reference machine is described by its cost model's terms, fitted on its records:
+        each run's modelled seconds split by kind of work. The probes are compared with that
+        model as it is, not less its error on the same workload there: a machine's speed
+        differs between workloads, so that error does not carry over to another machine.
+        ``"~"`` is how far the probes, each predicted by a fit without it, fall from their
+        time: the interval widens by it.
+        """
+        if not probes:
+            return
+        shares = kind_shares(self.train_time_.term_seconds(X[probes]))
+        y_p, m_p, f_p = y[probes], np.array([machines[i] for i in probes]), np.array([frameworks[i] for i in probes])
+        for m in sorted(str(k) for k in set(m_p)):
+            entry, misses = {}, []
+            for fw in sorted(str(f) for f in set(f_p[m_p == m])):
+                on = np.flatnonzero((m_p == m) & (f_p == fw) & (y_p > 0) & (shares.sum(axis=1) > 0))
+                if len(on) < MIN_PROBES:
+                    continue
+                mult = fit_kind_multipliers(shares[on], y_p[on])
+                entry |= {f"{fw}:{k}": float(np.log(v)) for k, v in zip(KINDS, mult, strict=True)}
+                entry[fw] = float(np.median(np.log(y_p[on] / shares[on].sum(axis=1))))
+                for k in range(len(on)):
+                    rest = np.delete(on, k)
+                    misses.append(abs(float(np.log(y_p[on[k]] / (shares[on[k]] @ fit_kind_multipliers(
+                        shares[rest], y_p[rest]))))))
+            if misses:
+                speed = self.machine_speed_.setdefault(m, {})
+                speed |= entry | {"*": float(np.median([v for k, v in entry.items() if ":" not in k])),
+                                  "~": float(np.quantile(misses, self.coverage))}
+
+    def _kind_factors(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str]) -> np.ndarray:
+        """Per row, how much longer its machine runs it than the reference machine by the
+        multipliers of :meth:`_fit_machine_kinds` (NaN where its machine and framework have none)."""
+        out = np.full(len(X), np.nan)
+        rows = [i for i, (m, fw) in enumerate(zip(machines, frameworks, strict=True))
+                if f"{fw}:{KINDS[0]}" in self.machine_speed_.get(m, {})]
+        if rows:
+            shares = kind_shares(self.train_time_.term_seconds(X[rows]))
+            mult = np.exp([[self.machine_speed_[machines[i]][f"{frameworks[i]}:{k}"] for k in KINDS] for i in rows])
+            out[rows] = (shares * mult).sum(axis=1) / np.maximum(shares.sum(axis=1), 1e-12)
         return out
 
     def _fit_machine_time(self, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],

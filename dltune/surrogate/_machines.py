@@ -112,6 +112,10 @@ class MachinesMixin:
         ``"~"``), or its own model's where it has one."""
         if self.machine_speed_:
             factor = _factors(self.machine_speed_, machines, frameworks, models, threads)
+            # A machine described by its throughput per layer kind (a quick calibration): the
+            # factor of each row's own mix of work.
+            kinds = self._kind_factors(X, machines, frameworks)
+            factor = np.where(np.isnan(kinds), factor, kinds)
             for t in times:
                 t *= factor
             if len(times) == 3:

@@ -182,12 +182,14 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         # those configurations twice in the accuracy model (and a calibration would change which
         # configuration is recommended, not only how long it takes).
         calibration = [(d.get("kb") or {}).get("suite") == "calibration" for d in data]
+        # The quick calibration's probes (one epoch at one fixed rate) measure speed only.
+        probes = [(d.get("kb") or {}).get("suite") == "quick" for d in data]
         # Likewise a knowledge-base run in a new process measured again after its backend's
         # memory changed (FRESH_REVISIONS: the same configuration and seed as a fresh run on
         # record, measured for its memory): counted for accuracy, they would weigh those
         # configurations twice too, and moved a pick to a poor run (docs/explanation/how-recommend-decides.md#validation).
         again = remeasured(data)
-        scored = [i for i, c in enumerate(calibration) if not c and i not in again]
+        scored = [i for i, c in enumerate(calibration) if not c and not probes[i] and i not in again]
         scored = scored if len(scored) >= 4 else list(range(len(data)))
         accuracy = ([data[i]["metrics"]["test_accuracy"] for i in scored], [groups[i] for i in scored])
         child = self._start_accuracy_fit(X[scored], *accuracy)
@@ -197,7 +199,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         # last bit in one process or two; on data this small it is no slower.
         with threadpool_limits(1):
             try:
-                self._fit_rest(data, rows, X, groups, calibration)
+                self._fit_rest(data, rows, X, groups, calibration, probes)
             except BaseException:
                 if child is not None:
                     child.close()
@@ -225,7 +227,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         return start_child_fit(self.get_params(), self.encoder_.to_state(), X, np.asarray(y), np.asarray(groups))
 
     def _fit_rest(self, data: list[dict[str, Any]], rows: list[dict[str, Any]], X: np.ndarray,
-                  groups: list[str], calibration: list[bool]) -> None:
+                  groups: list[str], calibration: list[bool], probes: list[bool]) -> None:
         """Everything but the accuracy surrogate: training time, memory, machines, references."""
         # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
         # is that of the epochs it ran.
@@ -238,10 +240,13 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         threads = [intra_threads(d["config"], d.get("hardware") or {}) for d in data]
         # A machine that measured knowledge-base runs and was calibrated too: its calibration
         # says how fast it runs now (a virtual machine's host can change), not more of the same.
-        measured = Counter(m for m, c in zip(machines, calibration, strict=True) if not c)
-        now = [i for i, (m, c) in enumerate(zip(machines, calibration, strict=True))
-               if c and measured[m] >= MIN_MACHINE_RECORDS]
-        timed = sorted(set(range(len(data))) - set(now))
+        measured = Counter(m for m, c, p in zip(machines, calibration, probes, strict=True) if not (c or p))
+        now = [i for i, (m, c, p) in enumerate(zip(machines, calibration, probes, strict=True))
+               if (c or p) and measured[m] >= MIN_MACHINE_RECORDS]
+        # Another machine's probes describe it by its throughput per layer kind (_fit_machine_kinds).
+        probed = [i for i, (m, p) in enumerate(zip(machines, probes, strict=True))
+                  if p and measured[m] < MIN_MACHINE_RECORDS]
+        timed = sorted(set(range(len(data))) - set(now) - set(probed))
 
         def take(values, rows):
             return [values[i] for i in rows]
@@ -261,11 +266,13 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False, transfer=self.coverage)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
+        self._fit_machine_kinds(X_time, seconds, machines, frameworks, probed)
         self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, threads, now)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it. Runs of a
         # backend that held more memory then than it does now are left out (memory_as_now).
-        current = [i for i in range(len(data)) if memory_as_now(data[i])] or list(range(len(data)))
+        current = ([i for i in range(len(data)) if memory_as_now(data[i]) and not probes[i]]
+                   or list(range(len(data))))
         fresh = [i for i in current if rows[i]["fresh"]]
         memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else current
         # The memory model's own reference machine: the one whose memory rows cover the most
@@ -286,9 +293,12 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows],
             [threads[i] for i in memory_rows], memory_others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
-        self._fit_references(data)
+        self._fit_references(data, probes)
 
-    def _fit_references(self, data: list[dict[str, Any]]) -> None:
+    def _fit_references(self, data: list[dict[str, Any]], probes: list[bool]) -> None:
+        """What the fit saw: workloads, configurations and frameworks (not the probes' one
+        epoch at one rate), and machines and thread counts (the probes' too)."""
+        every, data = data, [d for d, p in zip(data, probes, strict=True) if not p] or data
         workloads: dict[str, dict[str, Any]] = {}
         for d in data:
             label = workload_label(d)
@@ -311,7 +321,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         loo = loo or [1.0]
         self.ood_threshold_ = float(max(1.0, 1.25 * max(loo)))
         hardware: dict[str, dict[str, Any]] = {}
-        for d in data:
+        for d in every:
             hw = d.get("hardware") or {}
             hardware.setdefault(f"{machine_key(hw)}|{hw.get('usable_cores')}", {
                 "target": hw.get("target"), "cpu_model": hw.get("cpu_model"),
@@ -337,7 +347,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         self._fit_measured(data)
         # The most intra-op threads any run used, per machine and over all ("*").
         self.threads_measured_: dict[str, int] = {}
-        for d in data:
+        for d in every:
             n = intra_threads(d["config"], d.get("hardware") or {})
             if n is not None:
                 for key in (machine_key(d.get("hardware") or {}), "*"):

@@ -11,7 +11,7 @@ from dltune._errors import ParameterError
 from dltune.surrogate._additive import _crossed, _nnls
 from dltune.surrogate._quantile import QuantileGBM
 
-__all__ = ["COST_INPUTS", "COST_TERMS", "TrainTimeModel", "cost_terms"]
+__all__ = ["COST_INPUTS", "COST_TERMS", "KINDS", "TERM_KINDS", "TrainTimeModel", "cost_terms", "kind_shares"]
 
 # What ``TrainTimeModel.cost_columns`` must point at, in this order.
 COST_INPUTS = ("epochs", "log_batches_per_epoch", "log_n_train", "log_param_count",
@@ -26,6 +26,28 @@ COST_TERMS = ("run", "fresh_run", "fresh_run_x_layers", "epoch", "step", "step_x
               "sample_x_conv_outputs", "sample_x_conv_outputs_per_thread",
               "sample_x_dense_flops", "sample_x_dense_flops_per_thread",
               "sample_x_conv_flops", "sample_x_conv_flops_per_thread")
+
+# Which work each cost term is (the layer kind whose throughput it divides by, or the per-run
+# and per-epoch, per-step and per-layer-per-step overheads) and whether it runs in parallel
+# (``/ threads``): a machine is described by one multiplier of the reference machine's
+# throughput per (kind, share) and framework (``dltune kb calibrate``;
+# ``CalibrationMixin._fit_machine_kinds``). Element-wise work covers the inputs and every
+# layer's outputs: activations, pooling, copies.
+TERM_KINDS: tuple[str, ...] = (
+    "run", "run", "run", "run", "step", "step", "step_x_layers", "step_x_layers",
+    "step", "step", "step", "step",
+    "elementwise", "elementwise", "elementwise/parallel", "conv", "conv/parallel",
+    "dense", "dense/parallel", "conv", "conv/parallel")
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(TERM_KINDS))
+
+
+def kind_shares(contributions: np.ndarray) -> np.ndarray:
+    """Per-term seconds (:meth:`TrainTimeModel.term_seconds`) summed per :data:`KINDS` entry."""
+    index = np.array([KINDS.index(k) for k in TERM_KINDS])
+    out = np.zeros((len(contributions), len(KINDS)))
+    for j in range(len(KINDS)):
+        out[:, j] = contributions[:, index == j].sum(axis=1)
+    return out
 
 
 def cost_terms(X: np.ndarray, cost_columns: tuple[int, ...]) -> np.ndarray:
@@ -130,6 +152,23 @@ class TrainTimeModel(QuantileGBM):
             out = np.where(known, fine, out)
         # A group the fit never saw has no costs: a tiny floor keeps the log finite.
         return np.maximum(out, 1e-6)
+
+    def term_seconds(self, X: np.ndarray) -> np.ndarray:
+        """Each cost term's seconds (rows x :data:`COST_TERMS`) as :meth:`_modelled` sums them:
+        the framework x model's coefficients where the fit saw that pair, else the framework's."""
+        terms = cost_terms(X, tuple(self.cost_columns))
+        n_terms = terms.shape[1]
+
+        def per_term(columns: tuple[int, ...], coef: np.ndarray) -> np.ndarray:
+            crossed = _crossed(terms, X, columns) * coef
+            return crossed.reshape(len(X), -1, n_terms).sum(axis=1)
+
+        out = per_term(tuple(self.group_columns), self.cost_coef_)
+        if len(self.subgroup_columns):
+            seen = self.sub_coef_.reshape(len(self.subgroup_columns), -1).any(axis=1)
+            known = (np.nan_to_num(X[:, list(self.subgroup_columns)]) * seen).sum(axis=1) > 0
+            out = np.where(known[:, None], per_term(tuple(self.subgroup_columns), self.sub_coef_), out)
+        return out
 
     def _fit_costs(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ok = np.isfinite(y) & (y > 0)

@@ -124,7 +124,7 @@ def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny
 
     calls = []
     monkeypatch.setattr(calibrate, "build_kb", lambda *a, **kw: calls.append((a, kw)) or "result")
-    assert calibrate_machine(["numpy"], time_budget_s=1800) == "result"
+    assert calibrate_machine(["numpy"], time_budget_s=1800, full=True) == "result"
     [(args, kwargs)] = calls
     assert args == ("calibration", calibration_dir(), ["numpy"], 1800)
     assert kwargs["configs_per_pair"] == 4 and kwargs["repeats"] == 0 and kwargs["fresh"] == 0
@@ -287,19 +287,19 @@ def test_calibrate_on_more_than_two_cores_runs_all_cores_too_and_says_so(monkeyp
     monkeypatch.setattr(dltune.kb, "calibrate_machine", lambda *a, **kw: _Result())
     for cores, said in ((16, True), (2, False)):
         monkeypatch.setattr(dltune.config, "usable_cores", lambda n=cores: n)
-        assert main(["kb", "calibrate", "--frameworks", "numpy", "--quiet-wait", "0"]) == 0
+        assert main(["kb", "calibrate", "--full", "--frameworks", "numpy", "--quiet-wait", "0"]) == 0
         out = capsys.readouterr().out
         assert "recommend now includes these runs" in out
         assert ("they ran 1, 2 and 16 threads: times at 16 threads are scaled by what 16 threads "
                 "gained here" in out) == said
         # --plan lists the all-cores runs where there are more than 2 cores.
-        assert main(["kb", "calibrate", "--frameworks", "numpy", "--plan", "--json"]) == 0
+        assert main(["kb", "calibrate", "--full", "--frameworks", "numpy", "--plan", "--json"]) == 0
         kinds = [r["kind"] for r in json.loads(capsys.readouterr().out)]
         assert ("all-cores" in kinds) == said
     # calibrate_machine asks build_kb for them (build_kb adds them on more than 2 cores).
     seen = {}
     monkeypatch.setattr(dltune.kb._calibrate, "build_kb", lambda *a, **kw: seen.update(kw))
-    dltune.kb._calibrate.calibrate_machine(["numpy"], out="unused")
+    dltune.kb._calibrate.calibrate_machine(["numpy"], out="unused", full=True)
     assert seen["all_cores"] is True
 
 

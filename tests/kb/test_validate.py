@@ -104,6 +104,9 @@ def test_held_out_workloads_are_flagged_and_widened_as_recommend_would(tiny_kb, 
     are widened before they are scored or picked from, as recommend's are."""
     from dltune.surrogate import PerformanceModel
 
+    # The tiny knowledge base's 3, 5 and 10 classes: a held-out end lies outside the others'
+    # range; this test is about the distance to the nearest workload only.
+    monkeypatch.setattr(PerformanceModel, "outside_reasons", lambda self, meta: [])
     records = RecordStore(tiny_kb).records()
     plain = validate_kb(records, calibrate=False)
     assert all(r["nearest_distance"] > 0 for r in plain.workloads)
@@ -200,7 +203,7 @@ def test_cli_validate_json(validated):
     assert len(data["workloads"]) == 3
     assert data["calibrations"] == []  # other records than the shipped ones: no calibrations
     # Progress on stderr, one step per held-out workload; stdout is the JSON alone.
-    assert "validate: 100%" in done.stderr and "3/3" in done.stderr
+    assert "validate: 3/3 workloads" in done.stderr
 
 
 def test_cli_validate_objective(tiny_kb, cli, validated):
@@ -273,7 +276,7 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     done = cli("kb", "build", "--suite", "huge", "--plan")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'reference', 'tiny'}. Got 'huge' instead."
+        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'many-cores', 'quick', 'reference', 'tiny'}. Got 'huge' instead."
     ]
     for command in ("build", "calibrate"):  # --plan checks the budget too
         done = cli("kb", command, "--frameworks", "numpy", "--time-budget", "-1", "--plan")
@@ -344,7 +347,7 @@ def test_the_ceiling_counts_the_ties_a_predictor_of_expected_accuracy_cannot_mak
 
 
 def test_cli_calibrate_plan_repeats_the_reference_suites_first_configurations(cli):
-    done = cli("kb", "calibrate", "--frameworks", "numpy", "--plan", "--json")
+    done = cli("kb", "calibrate", "--full", "--frameworks", "numpy", "--plan", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     from dltune.kb import plan_suite

@@ -22,7 +22,6 @@ def test_the_policy_is_frozen_and_checked():
         ("hardware_time_factor", 0.5, "The 'hardware_time_factor' parameter must be a float in [1.0, inf). Got 0.5 instead."),
         ("min_framework_runs", 0, "The 'min_framework_runs' parameter must be an int in [1, inf). Got 0 instead."),
         ("candidate_batches", (), "The 'candidate_batches' parameter must be a non-empty tuple of ints in [1, inf). Got () instead."),
-        ("candidate_threads", (1, 0), "The 'candidate_threads' parameter must be an int in [1, inf). Got 0 instead."),
     ]:
         with pytest.raises(ParameterError) as info:
             RecommendPolicy(**{field: value})

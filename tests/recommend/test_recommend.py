@@ -385,13 +385,14 @@ def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workl
 
 
 def test_more_threads_than_a_calibrated_machine_measured_are_flagged(kb, workload, tiny_kb, monkeypatch):
-    """A 16-core machine calibrated at 1 and 2 threads (as `dltune kb calibrate` runs): 2 threads
-    are among its candidates beside 1 and 16, and a pick of 16 is flagged, its time hedged."""
+    """A 16-core machine calibrated at 1 and 2 threads: its thread grid (1, 2, 4, 8, 16) are its
+    candidates, and a pick of 16 is flagged, its time hedged."""
     from dltune.kb import RecordStore
     from dltune.recommend import _recommend
     from dltune.recommend._candidates import candidate_configs
 
-    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 16, (1, 4))} == {1, 2, 16}
+    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 16, (1, 4))} == {1, 2, 4, 8, 16}
+    assert {c.threads.intra_op for c in candidate_configs(["numpy"], 12, (1, 4))} == {1, 2, 4, 8, 12}
     assert {c.threads.intra_op for c in candidate_configs(["numpy"], 2, (1, 4))} == {1, 2}
     assert {c.threads.intra_op for c in candidate_configs(["numpy"], 1, (1, 4))} == {1}
     big = {"cpu_model": "Big CPU", "logical_cores": 16, "usable_cores": 16, "memory_gb": 24.0,
