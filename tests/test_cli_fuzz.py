@@ -377,7 +377,8 @@ def sources(tmp_path_factory) -> dict[str, Any]:
                         storage=None)
     save_records(records, folder / "records.json")
     result = tune(workload, frameworks=["numpy"], space=SearchSpace().fix(epochs=1), trials=1,
-                  storage=f"sqlite:///{folder / 'optuna.db'}", compare_preset=False, progress=False)
+                  storage=f"sqlite:///{folder / 'optuna.db'}", compare_preset=False, progress=False,
+                  thread_configs=0)
     return {"records": folder / "records.json", "db": folder / "optuna.db",
             "study": result.studies["numpy"].study_name}
 

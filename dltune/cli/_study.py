@@ -28,6 +28,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-tune", action="store_true", help="skip the tuning phase")
     parser.add_argument("--trials", type=int, default=None,
                         help="tuning trials per framework (default: from the budget, 2 to 20)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="K",
+                        help="measure every run with K seeds: mean, spread and 95%% interval of "
+                        "accuracy and training time (the phases are sized to a K-th of the budget)")
     add_renamed(parser, budget_minutes="--time-budget", tune_trials="--trials")
     parser.set_defaults(func=run)
 
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_study(
         args.workload,
-        model=args.model or "lenet",
+        model=args.model,
         frameworks=args.frameworks,
         time_budget_s=args.time_budget,
         storage=args.storage,
@@ -47,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         epoch_cap=args.max_epochs,
         tune=None if args.no_tune else tune,
         trials=args.trials,
+        seeds=args.seeds,
         progress=not args.quiet,
         dataset_params=parse_key_values(args.data, "data"),
     )

@@ -30,6 +30,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_storage_arg(parser, "the studies are stored in")
     parser.add_argument("--workers", type=int, default=1,
                         help="local worker processes per study (use PostgreSQL for K > 1)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="K",
+                        help="run K trials at once, each pinned to its own cores "
+                        "(--cores each; default: the usable cores // K)")
     parser.add_argument("--seed", type=int, help="seed of the sampler and of the training runs")
     parser.add_argument("--sampler", default="tpe", help="tpe, random or nsga2")
     parser.add_argument("--pruner", help="median or none (default: median for --objective accuracy)")
@@ -51,8 +54,20 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                         help="after the search, measure the K most accurate trials again with "
                         "another seed: how much was luck, and the workload's own seed noise "
                         "for 'dltune recommend'")
+    parser.add_argument("--seeds", type=int, default=1, metavar="K",
+                        help="with --repeat-best: measure each of those trials with K other seeds "
+                        "and report their mean, spread and interval")
     parser.add_argument("--warm-start", action="store_true",
                         help="first try what 'dltune recommend' proposes")
+    parser.add_argument("--search", choices=("factorized", "joint"), default="factorized",
+                        help="factorized (default): hyper-parameters at the framework's default "
+                        "threads, then threads and start-up knobs timed for the best trials; "
+                        "joint: everything in one study")
+    parser.add_argument("--thread-configs", type=int, default=2, metavar="K",
+                        help="how many of the best trials the thread phase tunes (0: none)")
+    parser.add_argument("--one-study", action="store_true",
+                        help="one study for all --frameworks, the framework a parameter: one "
+                        "Pareto front compares them and trials go where a framework is promising")
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_renamed(parser, n_trials="--trials", timeout="--time-budget", **renamed_constraint_flags())
     parser.set_defaults(func=run)
@@ -82,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
         fields = {"device": args.device, "timeout_s": args.run_timeout}
         base = TrainConfig(**{k: v for k, v in fields.items() if v is not None}).validate(max_cores=None)
-    cores = args.cores or usable_cores()
+    cores = args.cores or max(1, usable_cores() // max(args.jobs, 1))
     space = SearchSpace.from_file(args.space, cores=cores) if args.space else SearchSpace(cores=cores)
     fixed = parse_key_values(args.fix, "fix")
     if fixed:
@@ -103,22 +118,27 @@ def run(args: argparse.Namespace) -> int:
         storage=storage,
         seed=args.seed,
         workers=args.workers,
+        jobs=args.jobs,
         warm_start=args.warm_start,
         compare_preset=not args.no_preset,
         preset_epochs=args.preset_epochs,
         repeat_best=args.repeat_best,
+        seeds=args.seeds,
         base=base,
         progress=not (args.quiet or args.json),
+        search=args.search,
+        thread_configs=args.thread_configs,
+        one_study=args.one_study,
     )
     if args.json:
         print_json(result.to_dict())
         return 0
-    print(result.table())
-    print()
-    for res in result.results.values():
-        c = res.counts
-        print(f"{res.study_name}: {c.get('COMPLETE', 0)} complete, {c.get('FAIL', 0)} failed, "
-              f"{c.get('PRUNED', 0)} pruned")
+    if not args.verbose:
+        print(result.summary(more="--json or -v"))
+    else:
+        print(result.table() + "\n")
+        for res in result.results.values():
+            print(f"{res.study_name}" + "".join(f" (+ {t['study_name']})" for t in res.threads[:1]))
     browse = "dltune dashboard" + ("" if args.storage == "default" else f" --storage '{result.storage}'")
     print(f"{storage_line(storage)}  (browse: {browse})")
     if args.device is None:  # recommend's candidates are CPU configurations
@@ -134,7 +154,8 @@ def recommend_hint(args: argparse.Namespace, frameworks: list[str]) -> str:
     from dltune._storage_url import mask_url
     from dltune.config import CONSTRAINTS, constraint_flag
 
-    command = ["dltune", "recommend", "--workload", args.workload, "--model", args.model or "lenet"]
+    model = ["--model-file", args.model_file] if getattr(args, "model_file", None) else ["--model", args.model] if args.model else []
+    command = ["dltune", "recommend", "--workload", args.workload, *model]
     for item in args.data or []:
         command += ["--data", item]
     command += ["--objective", "accuracy", "--frameworks", ",".join(frameworks)]

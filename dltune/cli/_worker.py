@@ -23,6 +23,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
                              "(default: the target 'dltune tune' set)")
     parser.add_argument("--time-budget", type=duration, metavar="DURATION",
                         help="start no new trial after this long: 90, 90s, 20m, 1.5h")
+    parser.add_argument("--run-timeout", type=float, metavar="S",
+                        help="kill a trial's run after S seconds (default: the study's)")
     parser.add_argument("--seed-offset", type=int, default=0,
                         help="varies the sampler seed between workers of a seeded study")
     parser.add_argument("--any-hardware", action="store_true",
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     summary = run_worker(args.study, args.storage, args.trials, time_budget_s=args.time_budget,
                          seed_offset=args.seed_offset, any_hardware=args.any_hardware,
+                         run_timeout_s=args.run_timeout,
                          progress=not (args.quiet or args.json))
     if args.json:
         print_json(summary)

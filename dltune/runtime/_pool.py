@@ -169,27 +169,59 @@ def spins_when_idle(env: dict[str, str]) -> bool:
             or env.get("KMP_BLOCKTIME", "").strip().lower() == "infinite")
 
 
-class WorkerPool:
-    """Warm workers keyed by interpreter and environment, at most ``max_workers`` alive.
+def _rss(pid: int) -> int:
+    """A process's resident memory in bytes (0 once it is gone)."""
+    import psutil
 
-    A worker that failed is discarded, so the next run with the same key gets a fresh process;
-    so is one whose threads would spin while it waits (:func:`spins_when_idle`).
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        return 0
+
+
+def _available() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+class WorkerPool:
+    """Warm workers keyed by interpreter and environment, within a memory budget.
+
+    Idle workers stay warm while their resident memory, with the next worker's (the largest
+    seen for its interpreter), fits in ``memory_fraction`` of the memory that would be free
+    without them; the least recently used go first. ``max_workers`` caps their number too
+    (None: memory alone decides). A worker that failed is discarded, so the next run with the
+    same key gets a fresh process; so is one whose threads would spin while it waits
+    (:func:`spins_when_idle`). Thread-safe: ``acquire`` and ``release`` hold a lock.
     """
 
-    def __init__(self, max_workers: int = 2) -> None:
+    def __init__(self, max_workers: int | None = None, memory_fraction: float = 0.5) -> None:
         self.max_workers = max_workers
+        self.memory_fraction = memory_fraction
         self._workers: OrderedDict[tuple, Worker] = OrderedDict()
+        self._rss: dict[tuple, int] = {}  # idle workers' resident memory, read at release
+        self._largest: dict[str, int] = {}  # per interpreter: the largest worker seen
         self._lock = threading.Lock()
+
+    def _over_budget(self, interpreter: str) -> bool:
+        if self.max_workers is not None and len(self._workers) >= self.max_workers:
+            return True
+        idle = sum(self._rss.get(key, 0) for key in self._workers)
+        need = self._largest.get(interpreter, 0)
+        return idle + need > self.memory_fraction * (_available() + idle)
 
     def acquire(self, interpreter: str, env: dict[str, str]) -> Worker:
         key = (interpreter, tuple(sorted(env.items())))
         with self._lock:
             worker = self._workers.pop(key, None)
+            self._rss.pop(key, None)
             if worker is not None and not worker.alive:
                 worker.close()
                 worker = None
-            while len(self._workers) >= self.max_workers:
-                _, oldest = self._workers.popitem(last=False)
+            while self._workers and self._over_budget(interpreter):
+                oldest_key, oldest = self._workers.popitem(last=False)
+                self._rss.pop(oldest_key, None)
                 oldest.close()
         if worker is None:
             worker = Worker(interpreter, env)
@@ -197,15 +229,21 @@ class WorkerPool:
         return worker
 
     def release(self, worker: Worker, healthy: bool) -> None:
+        # A spinning worker is closed even when no other one runs next: the pool cannot know
+        # at release, and its busy threads would slow every run measured meanwhile.
         if not healthy or not worker.alive or spins_when_idle(dict(worker.key[1])):  # type: ignore[attr-defined]
             worker.close()
             return
+        rss = _rss(worker.pid)
         with self._lock:
             self._workers[worker.key] = worker  # type: ignore[attr-defined]
+            self._rss[worker.key] = rss  # type: ignore[attr-defined]
+            self._largest[worker.interpreter] = max(rss, self._largest.get(worker.interpreter, 0))
 
     def close(self) -> None:
         with self._lock:
             workers, self._workers = list(self._workers.values()), OrderedDict()
+            self._rss.clear()
         for worker in workers:
             worker.close()
 

@@ -144,12 +144,15 @@ def plan_study(
     max_cores: int = 2,
     epoch_cap: int | None = None,
     with_tune: bool = True,
+    seeds: int = 1,
 ) -> StudyPlan:
     """Lay out every phase for ``frameworks``, sized so the predicted cost fits ``budget_s``.
 
     The epoch cap is the largest of 200, 100, 50, ... for which the defaults and cross-defaults
     runs are predicted to fit their share of the budget (unless ``epoch_cap`` is given); the
-    sweeps use 5 points per parameter, or fewer when 5 would not fit theirs.
+    sweeps use 5 points per parameter, or fewer when 5 would not fit theirs. With ``seeds``
+    K > 1 each run is K runs (seeds), sized to a K-th of the budget, and keyed apart from
+    single-seed runs.
     """
     frameworks = list(frameworks)
     presets = study_presets(dataset_kind)
@@ -157,10 +160,11 @@ def plan_study(
     if not with_tune:
         shares.pop("tune")
     total = sum(shares.values())
-    allot = {k: budget_s * v / total for k, v in shares.items()}
+    allot = {k: budget_s / seeds * v / total for k, v in shares.items()}
 
     def key(config: TrainConfig) -> str:
-        return config_key(workload_fingerprint, model, config)
+        base = config_key(workload_fingerprint, model, config)
+        return base if seeds == 1 else f"{base}:seeds={seeds}"
 
     def cross(cap: int) -> list[tuple[str, TrainConfig, str]]:
         out = []

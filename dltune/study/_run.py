@@ -129,6 +129,7 @@ def run_study(
     epoch_cap: int | None = None,
     tune: Callable[..., Any] | None = None,
     trials: int | None = None,
+    seeds: int = 1,
     progress: bool = True,
     dataset_params: dict[str, Any] | None = None,
     pool=None,
@@ -144,6 +145,8 @@ def run_study(
 
     Args:
         time_budget_s: the time budget the phases are sized to, in seconds.
+        seeds: K > 1 measures every planned run with K seeds (its seed, +1, ...); each record
+            holds their mean, spread and interval (:func:`dltune._bench.measure_cell`).
         storage: where the study's records are stored (and resumed from): ``"default"`` is
             ``$DLTUNE_STORAGE``, else ``sqlite:///dltune.db`` in the working folder.
         tune: the function that runs each framework's short tune, called as
@@ -152,7 +155,6 @@ def run_study(
             :func:`dltune.report.write_report` on those records (``dltune study --out`` writes
             it there as ``report.html``).
     """
-    from dltune._bench import measure
     from dltune._workload import Workload, as_workload
     from dltune.runtime import WorkerPool
 
@@ -165,6 +167,7 @@ def run_study(
         epoch_cap = check_int("max_epochs", epoch_cap, 1, 10000)
     if trials is not None:
         trials = check_int("trials", trials, 1, 10000)
+    seeds = check_int("seeds", seeds, 1, 100)
     tune_fn = tune or None
     if tune_fn is not None and not callable(tune_fn):
         raise ParameterError(f"The 'tune' parameter must be a tune function such as "
@@ -200,10 +203,11 @@ def run_study(
         n_train=len(data.y_train),
         cost=cost,
         budget_s=budget_s,
-        dataset_kind=dataset_kind(data.input_shape[0]),
+        dataset_kind=dataset_kind(data.input_shape),
         max_cores=usable_cores(),
         epoch_cap=epoch_cap,
         with_tune=tune_fn is not None,
+        seeds=seeds,
     )
     plan.notes = notes + plan.notes
     if trials is not None and tune_fn is not None:
@@ -236,12 +240,12 @@ def run_study(
                 if run.key in stored:
                     result.resumed += 1
                     continue
-                predicted = cost.predict(run.config)
+                predicted = cost.predict(run.config) * seeds
                 over_total = time.perf_counter() - t_start + predicted > budget_s
                 if spent + predicted > allot or over_total:
                     result.skipped.append(f"{run.label} ({run.phases[0]}, ~{predicted:.0f} s)")
                     continue
-                record, wall = _measure_one(measure, wl, run, store, cost, predicted, pool)
+                record, wall = _measure_one(wl, run, store, cost, predicted / seeds, pool, seeds)
                 spent += wall
                 result.ran += 1
                 result.failed += 0 if record.ok else 1
@@ -267,18 +271,22 @@ def run_study(
     return result
 
 
-def _measure_one(measure, wl, run: StudyRun, store: StudyStore, cost: CostModel,
-                 predicted: float, pool):
+def _measure_one(wl, run: StudyRun, store: StudyStore, cost: CostModel, predicted: float, pool,
+                 seeds: int = 1):
+    """``run`` measured (``seeds`` seeds) and stored; returns the record and the wall time."""
+    from dltune._bench import measure, measure_cell
     from dltune.backends._registry import BACKENDS
 
     config = run.config.replace(timeout_s=min(3600.0, max(300.0, 10 * predicted)))
     config.validate(list(BACKENDS))
     t0 = time.perf_counter()
-    record = measure(wl, config, pool=pool)
+    record = measure_cell(wl, config, seeds=seeds, pool=pool) if seeds > 1 else measure(wl, config, pool=pool)
     wall = time.perf_counter() - t0
     record.config = run.config.to_dict()
-    store.add(record, run.key, run.phases, run.label, wall)
-    cost.observe(run.config, wall, record.metrics if record.ok else None)
+    # Stored and learnt per run (one seed), as the cost model predicts them.
+    runs = max(len(record.metrics.get("repeats") or ()), 1) if record.ok else seeds
+    store.add(record, run.key, run.phases, run.label, wall / runs)
+    cost.observe(run.config, wall / runs, record.metrics if record.ok else None)
     return record, wall
 
 
@@ -291,7 +299,7 @@ def _tune_phase(tune_fn, wl, frameworks, plan, store, allot_s, progress, pool) -
         try:
             tune_fn(wl, frameworks=[fw], trials=plan.tune_trials, time_budget_s=max(per_fw, 1.0),
                     storage=store.storage_url, seed=0, compare_preset=False, progress=False,
-                    pool=pool)
+                    pool=pool, thread_configs=0)  # the study measures thread variants itself
         except Exception as exc:  # noqa: BLE001 - a failed tune must not lose the study
             _log(progress, f"[tune] {fw}: failed: {type(exc).__name__}: {exc}")
             done.append(f"{fw} failed ({type(exc).__name__}: {str(exc)[:100]})")

@@ -118,23 +118,32 @@ class TrialRunner:
     ) -> None:
         self.workload = workload
         self.framework = framework
+        # "torch+tensorflow": one study across frameworks, the framework a categorical parameter.
+        self.frameworks = framework.split("+")
         self.space = space
-        self.base = base.replace(framework=framework)
+        self.base = base.replace(framework=self.frameworks[0])
         self.objectives = list(objectives)
         self.constraints = dict(constraints or {})
         self.prune = prune and len(self.objectives) == 1 and self.objectives[0].name == "accuracy"
         self.storage = storage
         self.pool = pool
+        # A space that still varies threads or start-up knobs is the joint search's.
+        self.phase = "joint" if space.split()[1].dimensions else "hyper"
 
     def __call__(self, trial: Any) -> tuple[Any, list[float] | None]:
         from optuna.trial import TrialState
 
         from dltune._bench import measure
 
-        values = self.space.sample(trial)
-        config, env = self.space.to_config(values, self.base)
-        config.validate(max_cores=self.space.cores)
-        trial.set_user_attr("framework", self.framework)
+        framework, space = self.framework, self.space
+        if len(self.frameworks) > 1:
+            framework = trial.suggest_categorical("framework", self.frameworks)
+            space = space.without_knobs(framework)
+        values = space.sample(trial)
+        config, env = space.to_config(values, self.base.replace(framework=framework))
+        config.validate(max_cores=space.cores)
+        trial.set_user_attr("framework", framework)
+        trial.set_user_attr("phase", self.phase)
         trial.set_user_attr("config", config.to_dict())
         trial.set_user_attr("startup_env", env)
 

@@ -75,6 +75,20 @@ class StudyResult:
     preset: Measurement | None = None
     comparison: dict[str, Any] | None = None
     repeats: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def answer(self) -> dict[str, Any] | None:
+        """The configuration to use: the best trial's, with the thread and start-up setting
+        the thread phase found fastest for it (``config`` and ``startup_env``)."""
+        if self.best is None:
+            return None
+        tuned = next((t for t in self.threads if t["trial"] == self.best.number), None)
+        if tuned is None:
+            return {"trial": self.best.number, "config": self.best.config,
+                    "startup_env": self.best.startup_env, "threads_speedup": None}
+        return {"trial": self.best.number, "config": tuned["config"],
+                "startup_env": tuned["startup_env"], "threads_speedup": tuned["speedup"]}
 
     def repeat_summary(self) -> dict[str, Any] | None:
         """What measuring the most accurate trials again says, or None without such repeats.
@@ -143,6 +157,8 @@ class StudyResult:
             "comparison": self.comparison,
             "repeats": self.repeats,
             "repeat_summary": self.repeat_summary(),
+            "threads": self.threads,
+            "answer": self.answer,
         }
 
 
@@ -216,6 +232,40 @@ class TuneResult:
     def to_dict(self) -> dict[str, Any]:
         return {"storage": self.storage, "studies": {k: v.to_dict() for k, v in self.results.items()}}
 
+    def summary(self, more: str = "--json") -> str:
+        """One row per framework: its best trial, the thread setting the thread phase found for
+        it and how it compares with the framework's preset; ``more`` names where the details are."""
+        rows = []
+        for fw, res in self.results.items():
+            c, best, answer = res.counts, res.best, res.answer
+            done = f"{c.get('COMPLETE', 0)} complete" + "".join(
+                f", {c[k]} {k.lower()}" for k in ("FAIL", "PRUNED") if c.get(k))
+            row: dict[str, Any] = {"framework": fw, "trials": done}
+            if best is not None:
+                cfg = answer["config"] if answer else best.config
+                th = cfg.get("threads") or {}
+                speedup = answer.get("threads_speedup") if answer else None
+                env = " ".join(f"{k}={v}" for k, v in (answer or {}).get("startup_env", {}).items())
+                row.update(
+                    trial=best.number, acc=None if best.accuracy is None else 100 * best.accuracy,
+                    time=best.train_time_s,
+                    config=(f"{cfg.get('framework')}: " * ("+" in fw) + f"{cfg.get('optimizer')} lr={_fmt(cfg.get('learning_rate'), '.2g')} "
+                            f"batch={cfg.get('batch_size')} epochs={cfg.get('epochs')}"),
+                    threads=" ".join(x for x in (
+                        f"{_fmt(th.get('intra_op'), '')}/{_fmt(th.get('inter_op'), '')}/{_fmt(th.get('blas'), '')}",
+                        env, "" if speedup is None else f"({speedup:.2f}x)") if x))
+            cmp = res.comparison
+            if cmp and cmp.get("speedup") is not None:
+                row["preset"] = (f"{cmp['speedup']:.2f}x faster, "
+                                 f"{_fmt(cmp.get('accuracy_gain_pts'), '+.2f')} pts")
+            rows.append(row)
+        table = format_table(rows, [("framework", "framework", ""), ("trials", "trials", ""),
+                                    ("trial", "best", "d"), ("acc", "acc %", ".2f"),
+                                    ("time", "train s", ".3f"), ("config", "configuration", ""),
+                                    ("threads", "intra/inter/blas threads (x default)", ""),
+                                    ("preset", "vs preset", "")])
+        return table + f"\nthe Pareto fronts, thread phases and preset comparisons: {more}"
+
     def table(self) -> str:
         """The Pareto front per framework, then the comparison with each default preset."""
         rows = []
@@ -260,6 +310,22 @@ class TuneResult:
                                           ("t_acc", "tuned acc %", ".2f"),
                                           ("t_time", "tuned s", ".3f"), ("speedup", "speed-up", ".2f"),
                                           ("gain", "acc +pts", "+.2f"), ("verdict", "verdict", "")])]
+        phases = [{"framework": fw, **t} for fw, res in self.results.items() for t in res.threads]
+        if phases:
+            for row in phases:
+                th = row["threads"]
+                row["setting"] = " ".join(
+                    [f"{th.get('intra_op')}/{th.get('inter_op')}/{th.get('blas')}"]
+                    + [f"{k}={v}" for k, v in row["startup_env"].items()])
+            parts += ["", "Thread phase: the fastest thread / start-up setting per trial (median "
+                      "of alternated timed runs)",
+                      format_table(phases, [("framework", "framework", ""), ("trial", "trial", "d"),
+                                            ("setting", "intra/inter/blas", ""),
+                                            ("evaluations", "settings", "d"), ("epochs", "epochs", "d"),
+                                            ("train_time_s", "train s", ".3f"),
+                                            ("default_train_time_s", "default s", ".3f"),
+                                            ("speedup", "speed-up", ".2f"),
+                                            ("accuracy_spread_pts", "acc spread pts", ".2f")])]
         again = [(fw, r) for fw, res in self.results.items() for r in res.repeats]
         if again:
             rows = [{"framework": fw, "trial": r["trial"], "seed": r["seed"],

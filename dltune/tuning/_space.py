@@ -24,7 +24,7 @@ from dltune._errors import ParameterError
 from dltune.config import OPTIMIZERS, ThreadConfig, TrainConfig, usable_cores
 from dltune.config._train_config import LR_SCHEDULES
 
-__all__ = ["Dimension", "SearchSpace", "STARTUP_KNOBS"]
+__all__ = ["Dimension", "SearchSpace", "STARTUP_KNOBS", "THREADS_CHANGE_ACCURACY"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class _Kind:
     allowed: tuple[Any, ...] = ()
     target: str = "config"  # "config", "threads" or "env:<VARIABLE>"
     frameworks: tuple[str, ...] = ()  # start-up knobs: the frameworks that read them
+    unset: Any = None  # start-up knobs: the value that behaves like the variable left unset
 
 
 _CORES = -1  # placeholder: the hardware target's usable cores
@@ -54,14 +55,20 @@ _KINDS: dict[str, _Kind] = {
     "inter_op_threads": _Kind("int", 1, _CORES, target="threads"),
     "blas_threads": _Kind("int", 1, _CORES, target="threads"),
     # Start-up knobs: environment variables a framework reads once, when it is imported.
+    # TF enables oneDNN on x86 Linux by default; libgomp's default wait policy sleeps soon.
     "tf_onednn_opts": _Kind("int", allowed=(0, 1), target="env:TF_ENABLE_ONEDNN_OPTS",
-                            frameworks=("tensorflow",)),
+                            frameworks=("tensorflow",), unset=1),
     "omp_wait_policy": _Kind("str", allowed=("passive", "active"), target="env:OMP_WAIT_POLICY",
-                             frameworks=("torch",)),
+                             frameworks=("torch",), unset="passive"),
 }
 
 #: Per-framework start-up knobs that the default space adds (dimension name -> frameworks).
 STARTUP_KNOBS = {name: kind.frameworks for name, kind in _KINDS.items() if kind.frameworks}
+
+#: Backends whose accuracy depends on the thread setting beyond float drift (same seed, other
+#: threads: benchmarks/thread_phase.py measures it): the factorized search keeps their threads
+#: in the hyper-parameter phase. None does on the backends measured so far.
+THREADS_CHANGE_ACCURACY: frozenset[str] = frozenset()
 
 _THREAD_FIELDS = {"intra_op_threads": "intra_op", "inter_op_threads": "inter_op",
                   "blas_threads": "blas"}
@@ -300,10 +307,33 @@ class SearchSpace:
                 )
         return new
 
+    def split(self) -> tuple[SearchSpace, SearchSpace]:
+        """``(hyper-parameter space, execution space)`` for the factorized search.
+
+        The execution space holds the thread and start-up dimensions that vary: they change how
+        fast a run trains, not what it learns. The hyper-parameter space holds everything else
+        and the execution dimensions fixed to one value; the ones left out run at the base
+        configuration's threads (the framework's own default on the hardware target).
+        """
+        hyper, execution = {}, {}
+        for name, dim in self.dimensions.items():
+            side = execution if _KINDS[name].target != "config" and not dim.fixed else hyper
+            side[name] = dim.to_spec()
+        return (SearchSpace(hyper, cores=self.cores, defaults=False),
+                SearchSpace(execution, cores=self.cores, defaults=False))
+
+    def knob_alternatives(self, name: str) -> list[Any]:
+        """A start-up knob's choices other than the one that behaves like leaving it unset."""
+        dim = self.dimensions[name]
+        values = dim.choices if dim.choices is not None else (dim.value,)
+        return [v for v in values if v != _KINDS[name].unset]
+
     def without_knobs(self, framework: str) -> SearchSpace:
-        """This space less the start-up knobs ``framework`` does not read."""
+        """This space less the start-up knobs ``framework`` does not read (``torch+tensorflow``:
+        none of them reads)."""
+        names = set(framework.split("+"))
         keep = {n: d.to_spec() for n, d in self.dimensions.items()
-                if not _KINDS[n].frameworks or framework in _KINDS[n].frameworks}
+                if not _KINDS[n].frameworks or names & set(_KINDS[n].frameworks)}
         return SearchSpace(keep, cores=self.cores, defaults=False)
 
     # -- files ----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,8 @@ from dltune.tuning._study import (
     study_name,
 )
 from dltune.tuning._study_measurements import _compare, _measure_preset, _repeat_best, preset_for
-from dltune.tuning._worker import _run_here, _run_workers
+from dltune.tuning._thread_phase import check_search, run_thread_phase, search_spaces
+from dltune.tuning._worker import _run_here, _run_workers, job_core_sets
 
 __all__ = ["tune"]
 
@@ -76,10 +78,12 @@ def _hardware(hardware: Any) -> Any:
     return here
 
 
-def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any]) -> int:
+def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any],
+             frameworks: Sequence[str] = ()) -> int:
     """Queue configurations as WAITING trials (sampled dimensions only); returns how many.
 
-    A configuration's ``framework`` field is ignored: the study's framework trains it.
+    A configuration's ``framework`` field is ignored (the study's framework trains it), except
+    in a study across ``frameworks``, where it is the ``framework`` parameter when among them.
     """
     n = 0
     for item in configs:
@@ -87,6 +91,8 @@ def _enqueue(study: Any, space: SearchSpace, configs: Iterable[Any]) -> int:
             item = item.config
         data = item.to_dict() if isinstance(item, TrainConfig) else dict(item)
         params = space.params_for(data)
+        if len(frameworks) > 1 and data.get("framework") in frameworks:
+            params["framework"] = data["framework"]
         if params:
             study.enqueue_trial(params, user_attrs={"enqueued": True}, skip_if_exists=True)
             n += 1
@@ -150,14 +156,20 @@ def tune(
     *,
     model: str | None = None,
     workers: int = 1,
+    jobs: int = 1,
+    run_timeout_s: float | None = None,
     warm_start: bool = False,
     enqueue: Iterable[Any] | None = None,
     compare_preset: bool = True,
     preset_epochs: int | None = None,
     repeat_best: int = 0,
+    seeds: int = 1,
     base: TrainConfig | None = None,
     progress: bool = False,
     pool: Any = None,
+    search: str = "factorized",
+    thread_configs: int = 2,
+    one_study: bool = False,
     **renamed: Any,
 ) -> TuneResult:
     """Search configurations per framework with real training runs; return the Pareto fronts.
@@ -175,8 +187,8 @@ def tune(
             :class:`~dltune.Hardware`.
         space: a :class:`SearchSpace`, a mapping, or a YAML / JSON file; defaults otherwise.
         trials: COMPLETE trials each study must hold when tune returns.
-        time_budget_s: seconds after which no new trial starts (per framework); a run is
-            killed after ``base.timeout_s``.
+        time_budget_s: seconds after which no new trial starts (per framework; the thread
+            phase's included); a run is killed after ``base.timeout_s``.
         objective: ``accuracy``, ``time`` or ``balanced`` (accuracy and training time, a
             Pareto front), as :data:`dltune.config.OBJECTIVES`; or a list of ``accuracy``,
             ``train_time``, ``peak_memory`` (more than one: a multi-objective study).
@@ -191,6 +203,11 @@ def tune(
         seed: seeds the sampler and the training runs (weights, batch order).
         model: model preset when ``workload`` is a name or arrays.
         workers: K > 1 starts K ``dltune worker`` processes per study (use PostgreSQL).
+        jobs: K > 1 runs K trials at once on this machine, each pinned to its own disjoint
+            set of cores (``hardware`` cores each; None: the usable cores // K); K sets that do
+            not fit are refused.
+        run_timeout_s: kill a trial's run after this many seconds (the trial fails with the
+            reason, the search goes on); None: ``base.timeout_s``.
         warm_start: first try the configurations :func:`dltune.recommend` proposes.
         enqueue: configurations (TrainConfig, dicts, or objects with ``.config``) to try first,
             in every framework's study (their ``framework`` field is ignored).
@@ -202,10 +219,22 @@ def tune(
             luck (``StudyResult.repeats``), and the workload's own seed noise for
             :func:`dltune.recommend` (it needs 3 such pairs). Stored on the study; a resumed
             call measures only trials not measured again yet.
+        seeds: each of those trials is measured with this many other seeds (theirs + 1, ...):
+            their mean, spread and interval of accuracy and time (``StudyResult.repeats``).
         base: settings not searched (seed, timeout_s, lr schedule, ``device``...). With
             ``device="cuda"`` the study's target is ``<hardware target>+cuda`` and the preset
             runs on the GPU too.
         progress: progress per study on stderr (:class:`dltune._log.Progress`).
+        search: ``factorized``: the hyper-parameter trials run at the framework's default
+            threads (one warm worker), then the thread and start-up dimensions of ``space``
+            are timed for the ``thread_configs`` best trials in a study of their own,
+            ``<study>:threads`` (:mod:`dltune.tuning._thread_phase`); ``joint``: every
+            dimension in one study (named ``...:joint`` when it varies threads).
+        thread_configs: how many of the best trials the thread phase tunes (0: none).
+        one_study: one study for all ``frameworks`` (named with them joined by ``+``), the
+            framework a categorical parameter and each its own start-up knobs: the sampler
+            spends trials where a framework is promising, and one Pareto front compares them.
+            The result is keyed by that joined name.
     """
     from dltune._storage_url import resolve_storage
     from dltune._workload import as_workload
@@ -213,7 +242,17 @@ def tune(
     refuse_renamed("tune", renamed)
     check_int("trials", trials, 1, 100000)
     check_int("workers", workers, 1, 256)
+    check_int("jobs", jobs, 1, 4096)
+    if run_timeout_s is not None:
+        check_float("run_timeout_s", run_timeout_s, 0.0, None, low_open=True)
+    if jobs > 1 and workers > 1:
+        raise ParameterError(f"The 'jobs' parameter must be 1 when 'workers' is {workers} "
+                             f"(each worker runs one trial at a time). Got {jobs} instead.")
     check_int("repeat_best", repeat_best, 0, 1000)
+    check_int("seeds", seeds, 1, 1000)
+    check_int("thread_configs", thread_configs, 0, 100)
+    check_search(search)
+    check_bool("one_study", one_study)
     check_bool("warm_start", warm_start)
     check_bool("compare_preset", compare_preset)
     if time_budget_s is not None:
@@ -233,7 +272,10 @@ def tune(
     # Resolved before any study is made: a preset that cannot be resolved stops the call before any
     # trial, not after the search.
     presets = {fw: preset_for(fw, wl, preset_epochs) for fw in names} if compare_preset else {}
+    if jobs > 1 and hardware is None:
+        hardware = max(1, usable_cores() // jobs)
     hw = _hardware(hardware)
+    core_sets = job_core_sets(jobs, hw.usable_cores) if jobs > 1 else None
     full_space = as_space(space, hw.usable_cores)
     if full_space.cores > hw.usable_cores:
         raise ParameterError(
@@ -243,10 +285,12 @@ def tune(
     base = base or TrainConfig()
     if seed is not None:
         base = base.replace(seed=seed)
+    if run_timeout_s is not None:
+        base = base.replace(timeout_s=float(run_timeout_s))
     if hw.usable_cores < usable_cores():
         base = base.replace(threads={**base.threads.to_dict(), "cores": hw.usable_cores})
-    if workers > 1 and not isinstance(sampler, str):
-        raise ParameterError("With workers > 1 the 'sampler' parameter must be a name, "
+    if max(workers, jobs) > 1 and not isinstance(sampler, str):
+        raise ParameterError("With workers or jobs > 1 the 'sampler' parameter must be a name, "
                              "because each worker process builds its own sampler.")
     if workers > 1 and url.lower().startswith("sqlite"):
         import warnings
@@ -266,40 +310,46 @@ def tune(
     if pool is None:
         from dltune.runtime import WorkerPool
 
-        pool = WorkerPool(max_workers=3)
+        pool = WorkerPool()  # as many warm workers as its memory budget holds
         own_pool = True
     else:
         own_pool = False
     results: dict[str, StudyResult] = {}
     studies: dict[str, Any] = {}
     try:
-        for fw in names:
-            fw_space = full_space.without_knobs(fw)
-            spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw),
+        for fw in ["+".join(names)] if one_study and len(names) > 1 else names:
+            started = time.monotonic()
+            fw_space, thread_space = search_spaces(full_space.without_knobs(fw), fw, search)
+            spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw.split("+")[0]),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
                              pruner_name, seed, trials)
             # The GPU is a hardware target of its own: its trials never share a study with the
             # same machine's CPU trials.
             target = hw.target if base.device == "cpu" else f"{hw.target}+{base.device}"
-            name = study_name(wl, fw, target, objs)
+            name = study_name(wl, fw, target, objs) + (":joint" if fw_space.split()[1].dimensions else "")
             study = create_or_load(storage_obj, name, spec, build_sampler(sampler, seed),
                                    build_pruner(pruner if pruner is not None else pruner_name, len(objs)))
             queued = list(enqueue or [])
             if warm_start:
-                queued = _recommended(wl, hw, fw, url) + queued
+                queued = [c for one in fw.split("+") for c in _recommended(wl, hw, one, url)] + queued
             if queued:
-                _enqueue(study, fw_space, queued)
-            if workers == 1:
+                _enqueue(study, fw_space, queued, fw.split("+"))
+            if workers == jobs == 1:
                 _run_here(study, storage_obj, spec, trials, time_budget_s, pool, progress)
             else:
-                _run_workers(study, url, trials, workers, time_budget_s, progress, fw)
+                _run_workers(study, url, trials, max(workers, jobs), time_budget_s, progress, fw,
+                             core_sets)
             result = _study_result(study, spec)
+            result.threads = run_thread_phase(
+                storage_obj, study, result, wl, thread_space, thread_configs, pool,
+                None if time_budget_s is None else started + time_budget_s)
             if compare_preset and result.pareto:
-                record, label = _measure_preset(study, wl, presets[fw], spec.base, pool)
+                best_fw = result.best.config.get("framework", fw) if result.best else fw
+                record, label = _measure_preset(study, wl, presets[best_fw], spec.base, pool)
                 result.preset = record
                 result.comparison = _compare(result, record, label)
             if repeat_best:
-                result.repeats = _repeat_best(study, wl, repeat_best, pool)
+                result.repeats = _repeat_best(study, wl, repeat_best, pool, seeds)
             results[fw], studies[fw] = result, study
     finally:
         if own_pool:

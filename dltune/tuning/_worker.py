@@ -3,6 +3,7 @@ worker that joins a study ``tune`` created (:func:`run_worker`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -41,6 +42,28 @@ def max_runs_for(trials: int) -> int:
     return 3 * trials + 10
 
 
+def resume_seed(seed: int | None, n_trials: int) -> int | None:
+    """The sampler seed of a process that joins a study already holding ``n_trials`` trials.
+
+    A sampler rebuilt from the study's own seed would propose its first configurations again
+    after a resume; derived from the trial count, it continues instead (an empty study keeps
+    ``seed``, so a fresh seeded search stays reproducible).
+    """
+    if seed is None or n_trials == 0:
+        return seed
+    return (seed + 104_729 * n_trials) % 2**32
+
+
+def _continue_sampler(study: Any, spec: StudySpec) -> None:
+    """Give ``study`` a sampler seeded by :func:`resume_seed` (named samplers only: a sampler
+    object given to ``tune`` is the caller's to seed)."""
+    from dltune.tuning._study import SAMPLERS
+
+    n = len(study.get_trials(deepcopy=False))
+    if spec.seed is not None and n and spec.sampler in SAMPLERS:
+        study.sampler = build_sampler(spec.sampler, resume_seed(spec.seed, n))
+
+
 def _bar(study: Any, total: int, desc: str, enabled: bool) -> Progress | None:
     if not enabled:
         return None
@@ -51,6 +74,7 @@ def _run_here(study: Any, storage: Any, spec: StudySpec, trials: int, time_budge
               pool: Any, progress: bool) -> int:
     from dltune.tuning._loop import run_trials
 
+    _continue_sampler(study, spec)
     runner = TrialRunner(spec.workload, spec.framework, spec.space, spec.base, spec.objectives,
                          spec.constraints, prune=spec.pruner not in ("none", "NopPruner"),
                          storage=storage, pool=pool)
@@ -71,9 +95,26 @@ def _run_here(study: Any, storage: Any, spec: StudySpec, trials: int, time_budge
             bar.close()
 
 
+def job_core_sets(jobs: int, cores_per_job: int) -> list[list[int]]:
+    """Disjoint sets of this process's usable cores, ``cores_per_job`` each, one per job.
+
+    Raises ParameterError when ``jobs`` such sets do not fit: parallel trials that shared a
+    core would time each other, not the configuration.
+    """
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    most = len(allowed) // cores_per_job
+    if not 1 <= jobs <= most:
+        raise ParameterError(
+            f"The 'jobs' parameter must be an int in [1, {most}] (trials of {cores_per_job} "
+            f"core(s) each on the {len(allowed)} usable cores). Got {jobs!r} instead."
+        )
+    return [allowed[i * cores_per_job:(i + 1) * cores_per_job] for i in range(jobs)]
+
+
 def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: float | None,
-                 progress: bool, framework: str) -> None:
-    """Start ``workers`` local ``dltune worker`` processes on the study and wait for them."""
+                 progress: bool, framework: str, core_sets: list[list[int]] | None = None) -> None:
+    """Start ``workers`` local ``dltune worker`` processes on the study and wait for them;
+    with ``core_sets``, worker ``i`` (and every run it starts) is pinned to ``core_sets[i]``."""
     from dltune._storage_url import _scrub
 
     env = dict(os.environ)
@@ -86,7 +127,10 @@ def _run_workers(study: Any, url: str, n_trials: int, workers: int, timeout: flo
         if timeout is not None:
             cmd += ["--time-budget", str(timeout)]
         log = open(logs / f"worker-{i}.log", "wb")
-        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        # A child inherits its parent's affinity: the worker's runs stay on its core set.
+        pin = None if core_sets is None else functools.partial(os.sched_setaffinity, 0, core_sets[i])
+        procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                       preexec_fn=pin), log))
     bar = _bar(study, n_trials, f"{framework} x{workers}", progress)
     try:
         while any(p.poll() is None for p, _ in procs):
@@ -122,6 +166,7 @@ def run_worker(
     seed_offset: int = 0,
     any_hardware: bool = False,
     progress: bool = False,
+    run_timeout_s: float | None = None,
     **renamed: Any,
 ) -> dict[str, Any]:
     """Join an existing study and run trials until it holds ``trials`` COMPLETE ones.
@@ -129,7 +174,9 @@ def run_worker(
     ``trials`` is the study's total target (the one ``tune`` stored, by default), so any
     number of workers together stop at exactly that many completed trials. ``storage``:
     ``"default"`` is ``$DLTUNE_STORAGE``, else ``sqlite:///dltune.db``; no new trial starts
-    after ``time_budget_s`` seconds.
+    after ``time_budget_s`` seconds. ``run_timeout_s`` kills a trial's run after that many
+    seconds (the trial fails with the reason and the worker goes on); None keeps the timeout
+    the study's base configuration holds.
     """
     import optuna
 
@@ -138,6 +185,8 @@ def run_worker(
     quiet_optuna()
     if time_budget_s is not None:
         check_float("time_budget_s", time_budget_s, 0.0, None, low_open=True)
+    if run_timeout_s is not None:
+        check_float("run_timeout_s", run_timeout_s, 0.0, None, low_open=True)
     url = resolve_storage(storage)
     if url is None:
         raise ParameterError("The 'storage' parameter of run_worker() must be a database URL or "
@@ -154,7 +203,10 @@ def run_worker(
         ) from None
     spec = load_study_spec(loaded, cores_check=not any_hardware)
     target = spec.n_trials if trials is None else check_int("trials", trials, 1, 100000)
+    if run_timeout_s is not None:
+        spec.base = spec.base.replace(timeout_s=float(run_timeout_s))
     seed = None if spec.seed is None else spec.seed + 7919 * int(seed_offset)
+    seed = resume_seed(seed, len(loaded.get_trials(deepcopy=False)))
     loaded = optuna.load_study(
         study_name=study,
         storage=storage_obj,

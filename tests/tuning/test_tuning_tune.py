@@ -241,7 +241,7 @@ def test_the_tuning_process_imports_no_framework(tmp_path):
         space = SearchSpace(cores=1).fix(epochs=1, batch_size=64, optimizer="sgd")
         tune(Workload.from_name("digits", "mlp", n_train=200, n_test=100), frameworks="numpy",
              space=space, trials=1, storage="sqlite:///{tmp_path}/f.db", seed=0)
-        heavy = {{"torch", "tensorflow", "keras", "mxnet", "theano", "pytensor"}}
+        heavy = {{"torch", "tensorflow", "keras", "mxnet", "theano", "pytensor", "jax"}}
         print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
