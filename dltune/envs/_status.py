@@ -15,6 +15,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from dltune._errors import BackendUnavailableError
+from dltune._log import logger
 from dltune._validation import check_choice
 from dltune.backends._registry import framework_label
 from dltune.envs._legacy import LegacyRuntime, ProbeResult
@@ -37,6 +38,7 @@ _MAIN = {
         ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos"),
         "pip install 'dltune[tensorflow]'",
     ),
+    "jax": ("jax", ("jax",), "pip install 'dltune[jax]'"),
     "pytensor": ("pytensor", ("pytensor",), "pip install 'dltune[pytensor]'"),
     # The framework-free reference backend: numpy alone.
     "numpy": ("numpy", ("numpy",), "pip install numpy"),
@@ -160,7 +162,8 @@ def status_command(
 def install_command(
     name: str, path: str | os.PathLike[str] | None = None, python: str | None = None
 ) -> str:
-    """Run ``dltune env install NAME``: progress lines go to stderr; returns the summary.
+    """Run ``dltune env install NAME``: progress lines go to the ``dltune`` logger (INFO);
+    returns the summary.
 
     Raises:
         ParameterError: ``name`` is not ``"legacy"``.
@@ -168,10 +171,7 @@ def install_command(
     """
     check_choice("name", name, ("legacy",))
 
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    runtime = LegacyRuntime.install(path, python=python, progress=progress)
+    runtime = LegacyRuntime.install(path, python=python, progress=logger.info)
     versions = (runtime.marker() or {}).get("versions") or {}
     shown = ", ".join(f"{n} {versions.get(n)}" for n in ("numpy", "mxnet", "theano"))
     state = "installed" if runtime.actions else "already up to date"

@@ -288,13 +288,9 @@ def validate_kb(
         raise ParameterError(
             f"No workload has {own_runs + min_records} configurations or more to hold out with "
             f"'own_runs' {own_runs} (the most any has: {max(len(by_config(g, measured_key)) for g in groups.values())}).")
-    bar = None
-    if progress:
-        import sys
+    from dltune._log import Progress
 
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(held_out), desc="validate", unit="workload", file=sys.stderr)
+    bar = Progress(len(held_out), "validate", unit="workload") if progress else None
     for label, held in held_out:
         if bar is not None:
             bar.set_postfix_str(display_name(held[0]["workload"]))

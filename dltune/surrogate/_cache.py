@@ -16,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dltune._errors import ParameterError
+from dltune._log import logger
 from dltune._paths import while_unchanged
 from dltune.measure._shipped import calibration_records, load_shipped_records, shipped_kb_path
 from dltune.measure._storage_reader import read_storage
@@ -193,11 +193,11 @@ def fitted_model(
         # Seconds on 2 cores with the shipped knowledge base: say why nothing seems to happen.
         why = ("asked to refit" if refit else "the records it learns from changed"
                if any(path.parent.glob("*.npz")) else "first use")
-        print(f"dltune: fitting the surrogates on {len(all_records):,} records ({why}; cached "
-              f"afterwards) ...", file=sys.stderr, flush=True)
+        logger.info("fitting the surrogates on %s records (%s; cached afterwards) ...",
+                    f"{len(all_records):,}", why)
         started = time.perf_counter()
         model = PerformanceModel().fit(all_records)
-        print(f"dltune: fitted in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+        logger.info("fitted in %.1f s", time.perf_counter() - started)
         try:
             model.save(path)
             _prune(path.parent, CACHE_KEEP)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 
 import pytest
 
-from dltune.envs import BACKEND_NAMES, LegacyRuntime, backend_status, status_command
+from dltune.envs import (
+    BACKEND_NAMES,
+    LegacyRuntime,
+    backend_status,
+    install_command,
+    status_command,
+)
 
 FIELDS = {"name", "available", "interpreter", "version", "location", "fix", "reason"}
 
@@ -88,7 +95,25 @@ def test_deep_status_catches_a_runtime_that_only_looks_installed(marker_only_run
 
 def test_the_listing_labels_the_retired_frameworks(tmp_path):
     table = status_command(False, runtime=LegacyRuntime(tmp_path / "absent"))
-    rows = {line.split("  ")[0].strip() for line in table.splitlines()[1:7]}
-    assert rows == {"torch", "tensorflow", "pytensor", "numpy", "mxnet (retired)", "theano (retired)"}
+    rows = {line.split("  ")[0].strip() for line in table.splitlines()[1:8]}
+    assert rows == {"torch", "tensorflow", "pytensor", "jax", "numpy", "mxnet (retired)", "theano (retired)"}
     # JSON keeps the bare names.
     assert {d["name"] for d in json.loads(status_command(True, runtime=LegacyRuntime(tmp_path / "absent")))} == set(BACKEND_NAMES)
+
+
+def test_install_progress_goes_to_the_logger(monkeypatch, caplog, tmp_path):
+    class Installed:
+        path, python, actions = tmp_path, sys.executable, ("created",)
+
+        def marker(self) -> dict:
+            return {}
+
+    def install(path=None, python=None, progress=None):
+        progress("creating the virtual environment")
+        return Installed()
+
+    monkeypatch.setattr(LegacyRuntime, "install", staticmethod(install))
+    with caplog.at_level(logging.INFO, logger="dltune"):
+        summary = install_command("legacy", tmp_path)
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [("dltune", "creating the virtual environment")]
+    assert summary.startswith(f"legacy runtime installed at {tmp_path}")

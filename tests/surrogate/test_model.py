@@ -236,15 +236,20 @@ def test_unknown_framework_is_refused(model, tiny_kb):
         model.predict([row])
 
 
-def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypatch, capsys):
+def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypatch, caplog):
+    import logging
+
     from dltune._paths import cache_dir
 
     kb = tiny_kb / "records.jsonl"
     clear_memory_cache()
-    first = fitted_model(storage=None, kb_path=kb, refit=True)
-    # A fit takes seconds on the shipped knowledge base: it says so (stderr), and why.
-    assert "dltune: fitting the surrogates on " in (err := capsys.readouterr().err)
-    assert "records (asked to refit; cached afterwards)" in err and "dltune: fitted in " in err
+    with caplog.at_level(logging.INFO, logger="dltune"):
+        first = fitted_model(storage=None, kb_path=kb, refit=True)
+    # A fit takes seconds on the shipped knowledge base: it says so (the logger), and why.
+    said = [r.getMessage() for r in caplog.records if r.name == "dltune"]
+    assert said[0].startswith("fitting the surrogates on ")
+    assert said[0].endswith("records (asked to refit; cached afterwards) ...")
+    assert said[1].startswith("fitted in ")
     assert fitted_model(storage=None, kb_path=kb) is first  # same process: no reload
     files = list((cache_dir() / "surrogates").glob("*.npz"))
     assert files
@@ -259,10 +264,11 @@ def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypa
     monkeypatch.undo()
     extra = RecordStore(tiny_kb).records()[:1]
     extra[0].id = f"another-run-{uuid.uuid4().hex}"  # a key no earlier run has cached
-    capsys.readouterr()
-    refit = fitted_model(records=[extra[0]], storage=None, kb_path=kb)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dltune"):
+        refit = fitted_model(records=[extra[0]], storage=None, kb_path=kb)
     assert refit.n_records_ == first.n_records_ + 1
-    assert "records (the records it learns from changed; cached afterwards)" in capsys.readouterr().err
+    assert "records (the records it learns from changed; cached afterwards)" in caplog.text
 
 
 def test_records_in_an_optuna_storage_are_found(tiny_kb, tmp_path):
