@@ -12,6 +12,7 @@ runs in a fresh worker process to measure the peak memory a training process nee
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import zlib
@@ -22,10 +23,10 @@ from dltune._validation import check_choice, check_int
 from dltune.backends._registry import BACKENDS
 from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, default_preset
 from dltune.config._threads import thread_grid
-from dltune.data import dataset_kind
+from dltune.data import DATASETS, dataset_kind, load_dataset
 
 __all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "QUICK_PLAN", "SUITES", "SUITE_DESIGNS", "PlannedRun",
-           "SuiteWorkload", "plan_suite", "run_key"]
+           "SuiteWorkload", "input_shape", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
 # A backend whose measured memory changed (BackendInfo.revision) gives its fresh-process runs
@@ -54,12 +55,22 @@ class SuiteWorkload:
                 "max_epochs": self.max_epochs}
 
 
+def _n_test(n_train: int) -> int:
+    return max(200, min(2000, n_train // 4))
+
+
 def _syn(model: str, n_train: int, size: int, channels: int, classes: int, difficulty: float,
-         max_epochs: int = 6, n_test: int | None = None) -> SuiteWorkload:
-    params = dict(n_train=n_train, n_test=n_test or max(200, min(2000, n_train // 4)),
-                  height=size, width=size, channels=channels, classes=classes,
+         max_epochs: int = 6, n_test: int | None = None, width: int | None = None) -> SuiteWorkload:
+    params = dict(n_train=n_train, n_test=n_test or _n_test(n_train),
+                  height=size, width=width or size, channels=channels, classes=classes,
                   difficulty=difficulty, seed=0)
     return SuiteWorkload("synthetic", model, params, max_epochs)
+
+
+def _gen(dataset: str, model: str, n_train: int, max_epochs: int, **params: Any) -> SuiteWorkload:
+    """A workload of a generated non-image data set (``synthetic_tabular``, ``_tokens``, ``_sequence``)."""
+    return SuiteWorkload(dataset, model, dict(n_train=n_train, n_test=_n_test(n_train), **params, seed=0),
+                         max_epochs)
 
 
 # The reference suite: samples 300..20,000; inputs 8x8..32x32; 1 and 3 channels; 2..10 classes;
@@ -145,6 +156,48 @@ SUITES: dict[str, list[SuiteWorkload]] = {
 }
 
 
+# The model families, data and training lengths the reference suite lacks (a knowledge base of
+# its own, built like the reference's): tabular rows (bundled and generated, the tabular MLP and
+# the MLP), token ids (Kim's CNN and the LSTM), float sequences, a ResNet, 20 and 50 classes,
+# inputs up to 48x48 (and a wide 16x48), and up to 30 epochs, so that per-epoch curves and
+# recommendations reach past the reference suite's 6.
+SUITES["families"] = [
+    SuiteWorkload("breast_cancer", "tabular_mlp", max_epochs=30),
+    SuiteWorkload("breast_cancer", "mlp", max_epochs=30),
+    SuiteWorkload("wine", "tabular_mlp", max_epochs=30),
+    SuiteWorkload("wine", "mlp", max_epochs=30),
+    _gen("synthetic_tabular", "tabular_mlp", 800, 30, features=8, classes=3, difficulty=0.3),
+    _gen("synthetic_tabular", "tabular_mlp", 2000, 30, features=20, classes=2, difficulty=0.5),
+    _gen("synthetic_tabular", "tabular_mlp", 5000, 20, features=50, classes=5, difficulty=0.6),
+    _gen("synthetic_tabular", "tabular_mlp", 10000, 10, features=30, classes=20, difficulty=0.5),
+    _gen("synthetic_tabular", "mlp", 1500, 30, features=12, classes=4, difficulty=0.4),
+    _gen("synthetic_tabular", "mlp", 3000, 20, features=100, classes=10, difficulty=0.7),
+    _gen("synthetic_tokens", "text_conv", 1000, 15, length=32, vocab_size=500, classes=8, difficulty=0.3),
+    _gen("synthetic_tokens", "text_conv", 2000, 10, length=64, vocab_size=1000, classes=2, difficulty=0.5),
+    _gen("synthetic_tokens", "text_conv", 4000, 8, length=128, vocab_size=5000, classes=4, difficulty=0.6),
+    _gen("synthetic_tokens", "text_lstm", 2000, 10, length=32, vocab_size=1000, classes=2, difficulty=0.4),
+    _gen("synthetic_tokens", "text_lstm", 3000, 8, length=64, vocab_size=2000, classes=4, difficulty=0.6),
+    _gen("synthetic_sequence", "text_lstm", 3000, 15, length=16, features=2, classes=3, difficulty=0.7),
+    _gen("synthetic_sequence", "text_lstm", 2000, 10, length=32, features=4, classes=4, difficulty=0.5),
+    _gen("synthetic_sequence", "text_lstm", 1000, 8, length=64, features=8, classes=6, difficulty=0.4),
+    _gen("synthetic_sequence", "text_conv", 2000, 10, length=48, features=6, classes=5, difficulty=0.6),
+    _syn("resnet8", 1000, 16, 3, 4, 0.4, max_epochs=10),
+    _syn("resnet8", 2000, 24, 1, 8, 0.7, max_epochs=8),
+    _syn("resnet8", 1500, 32, 3, 10, 0.5, max_epochs=8),
+    _syn("resnet8", 3000, 32, 3, 6, 0.6, max_epochs=6),
+    _syn("lenet", 4000, 16, 1, 20, 0.5, max_epochs=10),
+    _syn("cifar_quick", 5000, 24, 3, 20, 0.5, max_epochs=8),
+    _syn("mlp", 6000, 12, 1, 50, 0.4, max_epochs=15),
+    _syn("lenet", 10000, 20, 1, 50, 0.4, max_epochs=6),
+    _syn("lenet", 2000, 48, 1, 6, 0.5, max_epochs=6),
+    _syn("cifar_quick", 1500, 48, 3, 10, 0.6, max_epochs=6),
+    _syn("mlp", 3000, 48, 1, 8, 0.5, max_epochs=10),
+    _syn("lenet", 2000, 16, 1, 10, 0.5, max_epochs=10, width=48),
+    _syn("mlp", 1000, 16, 1, 10, 0.6, max_epochs=30),
+    _syn("lenet", 800, 16, 1, 5, 0.5, max_epochs=30),
+    _syn("cifar_quick", 1000, 16, 3, 6, 0.6, max_epochs=20),
+]
+
 # ``dltune kb calibrate``: three of the reference workloads (the same names, hence the same
 # scrambled-Sobol configurations as the knowledge base's first ones) to measure how fast another
 # machine runs what the knowledge base measured: dispatch-bound MLP, small and larger convolutions.
@@ -228,8 +281,30 @@ def _config_from_unit(framework: str, u, max_epochs: int, max_threads: int) -> T
     )
 
 
-def _preset(framework: str, workload: SuiteWorkload, channels: int, max_threads: int) -> TrainConfig | None:
-    dataset = dataset_kind(channels)
+def _params(workload: SuiteWorkload) -> dict[str, Any]:
+    """The workload's data-set parameters, its loader's defaults where not given."""
+    loader = DATASETS[workload.dataset].loader
+    return {name: par.default for name, par in inspect.signature(loader).parameters.items()} | workload.params
+
+
+def input_shape(workload: SuiteWorkload) -> tuple[int, ...]:
+    """The canonical shape of one sample of ``workload`` (:mod:`dltune.data._kind`): a generated
+    data set's from its parameters, another's as loaded (a suite's are small: digits, the
+    bundled tables)."""
+    source, p = DATASETS[workload.dataset], _params(workload)
+    if source.modality == "image" and "height" in p:
+        return (int(p["channels"]), int(p["height"]), int(p["width"]))
+    if source.modality == "tabular" and "features" in p:
+        return (int(p["features"]),)
+    if source.modality == "tokens" and "length" in p:
+        return (int(p["length"]),)
+    if source.modality == "sequence" and "length" in p:
+        return (int(p["features"]), int(p["length"]))
+    return tuple(load_dataset(workload.dataset, **workload.params).input_shape)
+
+
+def _preset(framework: str, workload: SuiteWorkload, shape: tuple[int, ...], max_threads: int) -> TrainConfig | None:
+    dataset = dataset_kind(shape)
     config = TrainConfig.preset(default_preset(framework, dataset), dataset, framework=framework)
     # The published defaults run 11-350 epochs; the suite caps them (recorded in the provenance).
     return config.replace(
@@ -238,12 +313,18 @@ def _preset(framework: str, workload: SuiteWorkload, channels: int, max_threads:
     )
 
 
-def _cost(workload: SuiteWorkload, config: TrainConfig) -> float:
+# A preset's rough work per sample, per 64 input values (images, rows) or per 64 time steps (the
+# token and sequence models, whose cost grows with the length): only to order a round's runs.
+_WEIGHTS = {"mlp": 0.2, "tabular_mlp": 0.4, "lenet": 3.0, "cifar_quick": 6.0, "resnet8": 8.0,
+            "text_conv": 8.0, "text_lstm": 30.0}
+_BY_STEP = ("text_conv", "text_lstm")
+
+
+def _cost(workload: SuiteWorkload, config: TrainConfig, shape: tuple[int, ...]) -> float:
     """A rough relative cost, only for ordering: samples x epochs x (model weight + per-batch)."""
-    p = workload.params
-    n = int(p.get("n_train", 1347))
-    pixels = int(p.get("height", 8)) * int(p.get("width", 8)) * int(p.get("channels", 1))
-    model = {"mlp": 0.2, "lenet": 3.0, "cifar_quick": 6.0}.get(workload.model, 1.0) * pixels / 64
+    n = _params(workload)["n_train"] or len(load_dataset(workload.dataset, **workload.params).y_train)
+    size = shape[-1] if workload.model in _BY_STEP else math.prod(shape)
+    model = _WEIGHTS.get(workload.model, 1.0) * size / 64
     per_batch = 64.0 / config.batch_size
     return config.epochs * n * (model + per_batch) / (config.threads.intra_op or 2)
 
@@ -277,8 +358,8 @@ def plan_suite(
     design = SUITE_DESIGNS.get(suite)
     cores = max(max_threads, all_cores or 0)
     per_pair: dict[tuple[int, str], list[tuple[TrainConfig, int, str]]] = {}
+    shapes = [input_shape(w) for w in workloads]
     for w_index, workload in enumerate(workloads):
-        channels = int(workload.params.get("channels", 1))
         for framework in frameworks:
             if design == "probe":
                 per_pair[(w_index, framework)] = _probes(framework, cores)
@@ -292,7 +373,7 @@ def plan_suite(
                     (config.replace(threads=_threads(n)), 0, "threads") for config, _, _ in runs
                     for n in thread_grid(cores) if n > max_threads]
                 continue
-            preset = _preset(framework, workload, channels, max_threads)
+            preset = _preset(framework, workload, shapes[w_index], max_threads)
             if preset is not None:
                 # After a few space-filling rounds: some presets (batch 1 or 10) cost more than
                 # a whole round of the rest, and must not starve the other pairs.
@@ -319,6 +400,6 @@ def plan_suite(
             if r < len(runs):
                 config, repeat, kind = runs[r]
                 workload = workloads[w_index]
-                batch.append(PlannedRun(workload, config, repeat, kind, r, _cost(workload, config)))
+                batch.append(PlannedRun(workload, config, repeat, kind, r, _cost(workload, config, shapes[w_index])))
         plan.extend(sorted(batch, key=lambda p: p.est_cost))
     return plan

@@ -254,7 +254,7 @@ def validate_kb(
     from dltune.recommend._candidates import default_frameworks
     from dltune.recommend._recommend import RECOMMEND_OBJECTIVES
     from dltune.surrogate import PerformanceModel, record_row, usable_records
-    from dltune.surrogate._features import memory_as_now, ran_in_new_process
+    from dltune.surrogate._features import memory_as_now, ran_in_new_process, workload_facts
     from dltune.surrogate._machines import blas_kernels
     from dltune.surrogate._records import display_name, epochs_ran, workload_label
 
@@ -367,6 +367,7 @@ def validate_kb(
             "own_runs": len(given),
             "machine": " + ".join(sorted(set(identities), key=identities.index)),
             "frameworks": sorted({d["config"]["framework"] for d in held}),
+            "model_family": workload_facts(meta, held[0]["workload"].get("model"))["model_family"],
             "out_of_distribution": bool(ood),
             "nearest_distance": float(nearest[0][1]) if nearest else None,
             "ranked_own_share": share,

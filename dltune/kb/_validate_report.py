@@ -10,9 +10,40 @@ import numpy as np
 
 from dltune._table import format_table
 
-__all__ = ["BARS", "ValidationReport"]
+__all__ = ["BARS", "ValidationReport", "by_family"]
 
 BARS = {"train_time_mape": 0.15, "accuracy_spearman_min": 0.8, "regret_points_max": 2.0}
+
+
+def _weighted(rows: list[dict[str, Any]], key: str, weight: str) -> float | None:
+    """``key`` over the runs of ``rows`` (a mean per workload, weighted by its ``weight`` runs):
+    what the overall scores are, over every run."""
+    on = [r for r in rows if r.get(key) is not None and r.get(weight)]
+    return sum(r[key] * r[weight] for r in on) / sum(r[weight] for r in on) if on else None
+
+
+def by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model family (``dltune.models.model_family``) of the held-out workloads, the overall
+    scores over its workloads alone: a family the knowledge base holds few of shows here."""
+    out: dict[str, dict[str, Any]] = {}
+    for family in sorted({r.get("model_family") or "unknown" for r in rows}):
+        on = [r for r in rows if (r.get("model_family") or "unknown") == family]
+        spearmans = [r["accuracy_spearman"] for r in on if r.get("accuracy_spearman") is not None]
+        out[family] = {
+            "workloads": len(on), "n": sum(r["n"] for r in on),
+            "train_time_mape_pct": _weighted(on, "train_time_mape_pct", "n"),
+            "train_time_coverage_pct": _weighted(on, "train_time_coverage_pct", "n"),
+            "accuracy_mae_points": _weighted(on, "accuracy_mae_points", "n"),
+            "accuracy_coverage_pct": _weighted(on, "accuracy_coverage_pct", "n"),
+            "memory_coverage_pct": _weighted(on, "memory_coverage_pct", "memory_runs"),
+            "accuracy_spearman": float(np.mean(spearmans)) if spearmans else None,
+            "accuracy_spearman_min": float(min(spearmans)) if spearmans else None,
+            "regret_points": float(np.mean([r["regret_points"] for r in on])),
+            "regret_points_max": float(max(r["regret_points"] for r in on)),
+            "picked_time_ratio": float(np.median([r["picked_time_ratio"] for r in on])),
+            "out_of_distribution": sum(bool(r.get("out_of_distribution")) for r in on),
+        }
+    return out
 
 
 @dataclass
@@ -32,7 +63,8 @@ class ValidationReport:
     def to_dict(self) -> dict[str, Any]:
         return {"workloads": self.workloads, "overall": self.overall, "objective": self.objective,
                 "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars,
-                "calibrations": self.calibrations, "own_runs": self.own_runs, "seed": self.seed}
+                "calibrations": self.calibrations, "own_runs": self.own_runs, "seed": self.seed,
+                "families": by_family(self.workloads)}
 
     def table(self) -> str:
         rows = [dict(r, ood="yes" if r.get("out_of_distribution") else "") for r in self.workloads]
@@ -118,6 +150,19 @@ class ValidationReport:
                 f"was one of those {self.own_runs} on {sum(r['picked_own_run'] for r in self.workloads)} "
                 f"of {len(self.workloads)} workloads")
         text += "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
+        families = [{"family": name, **scores} for name, scores in by_family(self.workloads).items()]
+        text += "\n\nPer model family of the held-out workloads\n" + format_table(families, [
+            ("family", "model family", ""), ("workloads", "workloads", ""), ("n", "runs", ""),
+            ("out_of_distribution", "OOD", ""),
+            ("train_time_mape_pct", "time MAPE %", ".1f"),
+            ("train_time_coverage_pct", "time in interval %", ".0f"),
+            ("accuracy_mae_points", "acc MAE pts", ".2f"),
+            ("accuracy_coverage_pct", "acc in interval %", ".0f"),
+            ("accuracy_spearman_min", "min acc Spearman", ".2f"),
+            ("regret_points", "regret pts", ".2f"), ("regret_points_max", "max regret", ".2f"),
+            ("picked_time_ratio", "picked/best time", ".2f"),
+            ("memory_coverage_pct", "mem in interval %", ".0f"),
+        ])
         if self.calibrations:
             text += ("\n\nCalibrations, leave one calibration workload out: the held-out workload's "
                      "calibration runs predicted from the knowledge base alone, and with the machine's "

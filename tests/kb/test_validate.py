@@ -71,6 +71,14 @@ def test_leave_one_workload_out_structure(tiny_kb):
         np.mean([r["random_run_regret_points"] for r in report.workloads]))
     text = report.table()
     assert "OVERALL" in text and "bar <= 15%" in text
+    # Per model family: the tiny suite's workloads are all MLPs, so its one family scores as overall.
+    assert {r["model_family"] for r in report.workloads} == {"mlp"}
+    family = report.to_dict()["families"]["mlp"]
+    assert family["workloads"] == 3 and family["n"] == o["n"]
+    for key in ("train_time_mape_pct", "accuracy_coverage_pct", "memory_coverage_pct", "regret_points",
+                "regret_points_max", "accuracy_spearman_min"):
+        assert family[key] == (None if o[key] is None else pytest.approx(o[key])), key
+    assert "Per model family of the held-out workloads" in text
     assert (f"within 2.0 of it / time over the best run's in the median: numpy "
             f"{o['presets']['numpy']['regret_points']:.2f} / {o['presets']['numpy']['within_bar']} of") in text
     json.dumps(report.to_dict())
@@ -276,7 +284,7 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     done = cli("kb", "build", "--suite", "huge", "--plan")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'many-cores', 'quick', 'reference', 'tiny'}. Got 'huge' instead."
+        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'families', 'many-cores', 'quick', 'reference', 'tiny'}. Got 'huge' instead."
     ]
     for command in ("build", "calibrate"):  # --plan checks the budget too
         done = cli("kb", command, "--frameworks", "numpy", "--time-budget", "-1", "--plan")
@@ -288,6 +296,23 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
 def _run(lr, seed, seconds, accuracy):
     return {"config": {"framework": "numpy", "learning_rate": lr, "seed": seed},
             "metrics": {"train_time_s": seconds, "test_accuracy": accuracy}}
+
+
+def test_scores_per_model_family_are_over_its_workloads_runs():
+    from dltune.kb._validate_report import by_family
+
+    def row(family, n, mape, regret, ood=False):
+        return {"model_family": family, "n": n, "memory_runs": 0, "train_time_mape_pct": mape,
+                "accuracy_spearman": 0.5, "regret_points": regret, "picked_time_ratio": 1.0,
+                "out_of_distribution": ood}
+
+    families = by_family([row("rnn", 10, 30.0, 1.0, True), row("mlp", 5, 10.0, 0.0), row("rnn", 30, 10.0, 3.0)])
+    assert list(families) == ["mlp", "rnn"]
+    rnn = families["rnn"]
+    assert (rnn["workloads"], rnn["n"], rnn["out_of_distribution"]) == (2, 40, 1)
+    assert rnn["train_time_mape_pct"] == pytest.approx(15.0)  # over its 40 runs, as the overall MAPE
+    assert (rnn["regret_points"], rnn["regret_points_max"]) == (2.0, 3.0)
+    assert rnn["memory_coverage_pct"] is None and families["mlp"]["regret_points"] == 0.0
 
 
 def test_noise_floor_from_repeats():
