@@ -21,6 +21,7 @@ from dltune.backends._base import run_steps
 from dltune.backends._numpy import NumpyTrainer
 from dltune.config import TrainConfig
 from dltune.envs import pytensor_flags, theano_flags
+from dltune.models._presets import _kinds as layer_kinds
 from dltune.models._spec import (
     GRU,
     LSTM,
@@ -90,17 +91,9 @@ def _graph_only_env(backend: str, model: str) -> dict[str, str]:
         return {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
     if backend == "pytensor":
         return {"PYTENSOR_FLAGS": f"{pytensor_flags()},mode=FAST_COMPILE"}  # the last value wins
-    if backend == "theano" and not any(isinstance(layer, Conv2D) for layer in _leaves(MODELS[model].layers)):
+    if backend == "theano" and "conv2d" not in layer_kinds(MODELS[model].layers):
         return {"THEANO_FLAGS": f"{theano_flags()},mode=FAST_COMPILE"}
     return {}
-
-
-def _leaves(layers):
-    for layer in layers:
-        if isinstance(layer, Residual):
-            yield from _leaves((*layer.body, *layer.shortcut))
-        else:
-            yield layer
 
 
 # Runs in the backend's interpreter: every model and optimizer of the job through run_steps.
