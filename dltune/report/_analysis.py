@@ -1,12 +1,31 @@
-"""Tables and findings computed from the records; every number a finding states is in a table."""
+"""Tables and findings computed from the records; every number a finding states is in a table,
+the load it names aside (records carry it, tables do not)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from dltune.report._data import BENCH_PHASE, OUTSIDE_STUDY, REPEAT_PHASE, TUNE_PRESET_PHASE
-from dltune.report._model import Finding, Table, fmt_mb, fmt_num, fmt_pct, fmt_s, fmt_x
+from dltune.report._data import (
+    BENCH_PHASE,
+    OUTSIDE_STUDY,
+    REPEAT_PHASE,
+    TUNE_PRESET_PHASE,
+    load_tag,
+)
+from dltune.report._headline import defaults_findings
+from dltune.report._model import (
+    Finding,
+    Table,
+    fmt_mb,
+    fmt_num,
+    fmt_pct,
+    fmt_s,
+    fmt_span,
+    fmt_x,
+    names,
+    same_time,
+)
 from dltune.report._reference import published_figures
 
 __all__ = ["Analysis"]
@@ -109,6 +128,9 @@ class Analysis:
         columns = ["framework", "preset", "batch", "lr", "epochs", "train s", "test s", "accuracy %",
                    "CPU %", "peak MB"]
         note = "CPU % is the mean over training, in % of one core."
+        unpublished = [fw for fw in d.index if fw not in pub]
+        if pub and unpublished:
+            note += f" {names(unpublished)}: no figures in the original study, so none are shown."
         if pub:
             columns += ["published CPU train s", "published CPU test s", "published CPU acc %",
                         "published GPU train s", "published GPU acc %"]
@@ -138,25 +160,6 @@ class Analysis:
 
     def sweep(self, param: str):
         return self.phase(f"sweep:{param}").sort_values(param)
-
-    def sweep_table(self) -> Table | None:
-        rows = []
-        for param, title in _SWEEPS.items():
-            data = self.sweep(param)
-            for fw, g in data.groupby("framework"):
-                g = g.drop_duplicates(param, keep="last")
-                if len(g) < 2:
-                    continue
-                best = g.loc[g["accuracy_pct"].idxmax()]
-                rows.append([fw, title, ", ".join(fmt_num(v) for v in g[param]),
-                             f"{fmt_pct(g['accuracy_pct'].min())} – {fmt_pct(g['accuracy_pct'].max())}",
-                             f"{fmt_s(g['train_time_s'].min())} – {fmt_s(g['train_time_s'].max())}",
-                             fmt_num(best[param])])
-        if not rows:
-            return None
-        return Table("sweeps", "One-at-a-time sweeps around each framework's defaults",
-                     ["framework", "parameter", "values", "accuracy % (min – max)",
-                      "train s (min – max)", "most accurate at"], rows)
 
     def sweep_points_table(self, param: str) -> Table | None:
         """Accuracy % / training s at every swept value, framework by framework."""
@@ -214,14 +217,16 @@ class Analysis:
         rows = []
         for fw in self.frameworks:
             for h in HYPER:
-                cells = [f"{corr[(fw, h, r)][0]:+.2f} (n={corr[(fw, h, r)][1]})"
-                         if (fw, h, r) in corr else "–" for r in RESOURCES]
-                if any(c != "–" for c in cells):
-                    rows.append([fw, h] + cells)
+                found = [corr.get((fw, h, r)) for r in RESOURCES]
+                if not any(found):
+                    continue
+                n = max(c[1] for c in found if c)  # a cell over fewer runs says how many
+                rows.append([fw, h, str(n)] + ["–" if c is None else f"{c[0]:+.2f}" + (
+                    "" if c[1] == n else f" (n={c[1]})") for c in found])
         return Table("correlation", "Spearman correlation between hyper-parameters and resource use, "
                      "within each framework (all its successful runs)",
-                     ["framework", "hyper-parameter"] + [_RESOURCE_NAMES[r] for r in RESOURCES], rows,
-                     note="intra_op and cores count only runs that set them; at least 5 runs per cell.")
+                     ["framework", "hyper-parameter", "runs"] + [_RESOURCE_NAMES[r] for r in RESOURCES],
+                     rows, note="intra_op and cores count only runs that set them; at least 5 runs per cell.")
 
     def pareto(self):
         """The accuracy / training-time Pareto front over every successful run."""
@@ -266,42 +271,7 @@ class Analysis:
 
     # --- findings -------------------------------------------------------------------------
     def findings(self) -> list[Finding]:
-        out: list[Finding] = []
-        d = self.defaults()
-        if len(d) >= 1:
-            fast, slow = d["train_time_s"].idxmin(), d["train_time_s"].idxmax()
-            tf, ts = d.loc[fast, "train_time_s"], d.loc[slow, "train_time_s"]
-            if len(d) >= 2:
-                out.append(Finding("fastest", f"With its own defaults, {fast} trained fastest "
-                                   f"({fmt_s(tf)} s) and {slow} slowest ({fmt_s(ts)} s), "
-                                   f"{fmt_x(ts / tf)} longer.",
-                                   {"fastest_train_s": tf, "slowest_train_s": ts}))
-            best, worst = d["accuracy_pct"].idxmax(), d["accuracy_pct"].idxmin()
-            ab, aw = d.loc[best, "accuracy_pct"], d.loc[worst, "accuracy_pct"]
-            if len(d) >= 2:
-                if fmt_pct(ab) == fmt_pct(aw):
-                    text = f"All frameworks reached the same accuracy with their own defaults ({fmt_pct(ab)} %)."
-                else:
-                    text = (f"{best} was the most accurate with its own defaults ({fmt_pct(ab)} %), "
-                            f"{worst} the least ({fmt_pct(aw)} %).")
-                out.append(Finding("most_accurate", text,
-                                   {"best_accuracy_pct": ab, "worst_accuracy_pct": aw}))
-                if best == fast:
-                    text = (f"{fast} was both the fastest and the most accurate here "
-                            f"({fmt_s(tf)} s, {fmt_pct(ab)} %).")
-                else:
-                    text = (f"No single framework dominated: the fastest ({fast}, {fmt_s(tf)} s) "
-                            f"reached {fmt_pct(d.loc[fast, 'accuracy_pct'])} %, the most accurate "
-                            f"({best}, {fmt_pct(ab)} %) took {fmt_s(d.loc[best, 'train_time_s'])} s.")
-                out.append(Finding("dominance", text, {"fastest_accuracy_pct": d.loc[fast, "accuracy_pct"],
-                                                       "best_train_s": d.loc[best, "train_time_s"]}))
-                mem, cpu = d["peak_mb"].idxmin(), d["cpu_pct"].idxmin()
-                out.append(Finding("frugal", f"{mem} used the least memory ({fmt_mb(d.loc[mem, 'peak_mb'])} "
-                                   f"MB peak, against {fmt_mb(d['peak_mb'].max())} MB for "
-                                   f"{d['peak_mb'].idxmax()}); {cpu} the least CPU "
-                                   f"({fmt_pct(d.loc[cpu, 'cpu_pct'])} % of one core).",
-                                   {"min_peak_mb": d.loc[mem, "peak_mb"], "max_peak_mb": d["peak_mb"].max(),
-                                    "min_cpu_pct": d.loc[cpu, "cpu_pct"]}))
+        out = defaults_findings(self.defaults())
         out += self._transfer_findings()
         out += self._sweep_findings()
         out += self._thread_findings()
@@ -310,9 +280,10 @@ class Analysis:
         pairs = {k: v for k, v in corr.items() if k[2] != "accuracy_pct"}
         if pairs:
             (fw, h, r), (rho, n) = max(pairs.items(), key=lambda kv: abs(kv[1][0]))
+            load = load_tag(self.ok[self.ok["framework"] == fw]) if r != "peak_mb" else ""
             out.append(Finding("correlation", f"The strongest link between a hyper-parameter and "
                                f"resource use: {h} and {_RESOURCE_NAMES[r]} for {fw}, Spearman "
-                               f"{rho:+.2f} over {n} runs.", {"rho": rho}))
+                               f"{rho:+.2f} over {n} runs{load}.", {"rho": rho}))
         return out
 
     def _transfer_findings(self) -> list[Finding]:
@@ -330,30 +301,18 @@ class Analysis:
         if common:
             p = sorted(common)[0]
             best_preset = {fw: p for fw in best_preset}
-        if not common and len(set(best_preset.values())) > 1:
+        # Whether a preset is best "for every framework" takes two frameworks to say.
+        if len(best_preset) >= 2 and not common and len(set(best_preset.values())) > 1:
             parts = ", ".join(f"{fw}: {p} ({fmt_pct(acc.loc[fw, p])} %)" for fw, p in best_preset.items())
             out.append(Finding("transfer", f"Defaults do not transfer: the best preset differs by "
                                f"framework ({parts}).",
                                {f"best_{fw}_pct": acc.loc[fw, p] for fw, p in best_preset.items()}))
-        elif best_preset:
+        elif len(best_preset) >= 2:
             p = next(iter(best_preset.values()))
             out.append(Finding("transfer", f"The {p} preset was (jointly) the best for every framework here "
                                f"({', '.join(f'{fw} {fmt_pct(acc.loc[fw, p])} %' for fw in best_preset)}).",
                                {f"best_{fw}_pct": acc.loc[fw, p] for fw in best_preset}))
-        if acc.shape[0] >= 2:
-            spreads = [(acc[p].max() - acc[p].min(), p) for p in acc.columns if acc[p].notna().sum() >= 2]
-            if spreads:
-                spread, p = max(spreads)
-                lo, hi = acc[p].idxmin(), acc[p].idxmax()
-                own_spread = self._own_spread()
-                text = (f"With the same settings the frameworks nearly agree: under any one preset their "
-                        f"accuracies differ by at most {spread:.1f} points (the {p} preset: "
-                        f"{fmt_pct(acc.loc[lo, p])} % for {lo}, {fmt_pct(acc.loc[hi, p])} % for {hi})")
-                text += (f", against {own_spread:.1f} points between the frameworks' own defaults; the "
-                         f"accuracy gaps come from the default settings, not from the frameworks."
-                         if own_spread is not None and own_spread > spread else ".")
-                out.append(Finding("same_settings", text,
-                                   {"same_lo_pct": acc.loc[lo, p], "same_hi_pct": acc.loc[hi, p]}))
+        out += self._same_settings_findings(acc)
         drops = []
         for fw in acc.index:
             own = default_preset(fw, self.dataset_kind)
@@ -370,11 +329,38 @@ class Analysis:
                                {"borrowed_pct": acc.loc[fw, p], "own_pct": acc.loc[fw, own]}))
         return out
 
+    def _same_settings_findings(self, acc) -> list[Finding]:
+        """How far the frameworks' accuracies differ under one preset, against under their own."""
+        spreads = [(acc[p].max() - acc[p].min(), p) for p in acc.columns if acc[p].notna().sum() >= 2]
+        if not spreads:
+            return []
+        spread, p = max(spreads)
+        lo, hi = acc[p].idxmin(), acc[p].idxmax()
+        own = self._own_spread()
+        if f"{spread:.1f}" == "0.0":
+            text = (f"With the same settings the frameworks reached the same accuracy under every preset "
+                    f"(the {p} preset: {fmt_pct(acc.loc[hi, p])} % for {names(list(acc[p].dropna().index))})")
+        else:
+            text = (f"Under any one preset the frameworks' accuracies differ by at most {spread:.1f} points "
+                    f"(the {p} preset: {fmt_pct(acc.loc[lo, p])} % for {lo}, {fmt_pct(acc.loc[hi, p])} % "
+                    f"for {hi})")
+        # A cause is named only where one preset's spread is at most half that of their own defaults.
+        if own is not None and f"{own:.1f}" != "0.0" and spread <= own / 2:
+            text += (f", against {own:.1f} points between the frameworks' own defaults: the accuracy gaps "
+                     f"come from the default settings, not from the frameworks.")
+        elif own is not None and f"{own:.1f}" != "0.0":
+            text += f", and by {own:.1f} points with their own defaults."
+        else:
+            text += "."
+        return [Finding("same_settings", text, {"same_lo_pct": acc.loc[lo, p], "same_hi_pct": acc.loc[hi, p]})]
+
     def _own_spread(self) -> float | None:
         d = self.defaults()
         return None if len(d) < 2 else float(d["accuracy_pct"].max() - d["accuracy_pct"].min())
 
     def _sweep_findings(self) -> list[Finding]:
+        import pandas as pd
+
         out = []
         b = self.sweep("batch_size")
         ratios = []
@@ -382,22 +368,24 @@ class Analysis:
             g = g.drop_duplicates("batch_size", keep="last")
             if len(g) >= 2:
                 lo, hi = g.iloc[0], g.iloc[-1]
-                ratios.append((lo["train_time_s"] / hi["train_time_s"], fw, lo, hi))
+                ratios.append((abs(math.log(lo["train_time_s"] / hi["train_time_s"])), fw, lo, hi))
         if ratios:
-            ratio, fw, lo, hi = max(ratios, key=lambda x: x[0])
-            out.append(Finding("batch_size", f"Batch size moved training time most for {fw}: "
-                               f"{fmt_s(lo['train_time_s'])} s at batch {fmt_num(lo['batch_size'])} against "
-                               f"{fmt_s(hi['train_time_s'])} s at batch {fmt_num(hi['batch_size'])}, with "
-                               f"accuracy {fmt_pct(lo['accuracy_pct'])} % and {fmt_pct(hi['accuracy_pct'])} %.",
-                               {"small_batch_s": lo["train_time_s"], "large_batch_s": hi["train_time_s"]}))
+            _, fw, lo, hi = max(ratios, key=lambda x: x[0])
+            if not same_time(lo["train_time_s"], hi["train_time_s"]):
+                out.append(Finding("batch_size", f"Batch size moved training time{_most(ratios)} for {fw}: "
+                                   f"{fmt_s(lo['train_time_s'])} s at batch {fmt_num(lo['batch_size'])} against "
+                                   f"{fmt_s(hi['train_time_s'])} s at batch {fmt_num(hi['batch_size'])}, with "
+                                   f"accuracy {fmt_pct(lo['accuracy_pct'])} % and {fmt_pct(hi['accuracy_pct'])} %"
+                                   f"{load_tag(pd.DataFrame([lo, hi]))}.",
+                                   {"small_batch_s": lo["train_time_s"], "large_batch_s": hi["train_time_s"]}))
         spreads = []
         for fw, g in self.sweep("learning_rate").groupby("framework"):
             if g["learning_rate"].nunique() >= 2:
                 spreads.append((g["accuracy_pct"].max() - g["accuracy_pct"].min(), fw, g))
-        if spreads:
+        if spreads and fmt_pct(max(spreads, key=lambda x: x[0])[0]) != "0.0":
             spread, fw, g = max(spreads, key=lambda x: x[0])
             lo, hi = g.loc[g["accuracy_pct"].idxmin()], g.loc[g["accuracy_pct"].idxmax()]
-            out.append(Finding("learning_rate", f"The learning rate mattered most for {fw}: accuracy "
+            out.append(Finding("learning_rate", f"The learning rate mattered{_most(spreads)} for {fw}: accuracy "
                                f"ranged from {fmt_pct(lo['accuracy_pct'])} % (lr {fmt_num(lo['learning_rate'])}) "
                                f"to {fmt_pct(hi['accuracy_pct'])} % (lr {fmt_num(hi['learning_rate'])}).",
                                {"lr_min_acc_pct": lo["accuracy_pct"], "lr_max_acc_pct": hi["accuracy_pct"]}))
@@ -415,22 +403,50 @@ class Analysis:
         if not gaps:
             return []
         ratio, fw, fast, slow, row = max(gaps, key=lambda x: x[0])
+        if same_time(row[fast], row[slow]):
+            return []
+        runs = self.phase("threads")
         return [Finding("threads", f"Thread settings changed training time up to {fmt_x(ratio)} for "
                         f"{fw}: {fmt_s(row[fast])} s with '{fast}' against {fmt_s(row[slow])} s with "
-                        f"'{slow}'.", {"fast_threads_s": row[fast], "slow_threads_s": row[slow]})]
+                        f"'{slow}'{load_tag(runs[(runs['framework'] == fw) & runs['threads'].isin([fast, slow])])}.",
+                        {"fast_threads_s": row[fast], "slow_threads_s": row[slow]})]
 
     def _tuning_findings(self) -> list[Finding]:
+        import pandas as pd
+
+        t = {fw: v for fw, v in self.tuning().items() if v[0] is not None}
+        if len(t) >= 2 and len({fmt_pct(best["accuracy_pct"]) for _, best, _ in t.values()}) == 1:
+            return [self._tuning_tie(t)]
         out = []
-        for fw, (default, best, n) in self.tuning().items():
-            if default is None:
-                continue
+        for fw, (default, best, n) in t.items():
             gain = best["accuracy_pct"] - default["accuracy_pct"]
             out.append(Finding("tuning", f"{n} tuning trials moved {fw} from {fmt_pct(default['accuracy_pct'])} % "
                                f"({fmt_s(default['train_time_s'])} s) with its defaults to "
                                f"{fmt_pct(best['accuracy_pct'])} % ({fmt_s(best['train_time_s'])} s), "
-                               f"{gain:+.1f} points.",
+                               f"{gain:+.1f} points{load_tag(pd.DataFrame([default, best]))}.",
                                {"default_pct": default["accuracy_pct"], "tuned_pct": best["accuracy_pct"]}))
         return out
+
+    def _tuning_tie(self, t) -> Finding:
+        """One finding where every tuned framework's best reached the same accuracy."""
+        defaults = [d["accuracy_pct"] for d, _, _ in t.values()]
+        gains = {fw: best["accuracy_pct"] - d["accuracy_pct"] for fw, (d, best, _) in t.items()}
+        lo, hi = min(gains, key=gains.get), max(gains, key=gains.get)
+        trials = {n for _, _, n in t.values()}
+        configs = {_describe(best) for _, best, _ in t.values()}
+        best = next(iter(t.values()))[1]
+        text = (f"{f'{trials.pop()} tuning trials per framework' if len(trials) == 1 else 'A short tune'} "
+                f"brought {'every framework' if set(t) == set(self.frameworks) else names(list(t))} to "
+                f"{fmt_pct(best['accuracy_pct'])} %" + (f" ({configs.pop()})" if len(configs) == 1 else "")
+                + f", from {fmt_span(min(defaults), max(defaults), fmt_pct)} % with their own defaults: "
+                f"{gains[lo]:+.1f} points for {lo} to {gains[hi]:+.1f} for {hi}.")
+        return Finding("tuning", text, {"tuned_pct": best["accuracy_pct"], "defaults_lo_pct": min(defaults),
+                                        "defaults_hi_pct": max(defaults)})
+
+
+def _most(candidates: list) -> str:
+    """`` most`` where the finding picks one framework of several; nothing for one alone."""
+    return " most" if len(candidates) >= 2 else ""
 
 
 def _configuration(row) -> str:

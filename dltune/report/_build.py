@@ -13,7 +13,7 @@ from dltune.measure._store import StudyRecord
 from dltune.report._analysis import Analysis
 from dltune.report._data import load_study_records, records_frame
 from dltune.report._figures import make_figures
-from dltune.report._model import Figure, Finding, Report, Section, Table
+from dltune.report._model import Figure, Finding, Report, Section, Table, names
 from dltune.report._runs import (
     bench_findings,
     bench_table,
@@ -65,16 +65,16 @@ def _meta(records: list[StudyRecord]) -> list[str]:
 def _cap_notes(a: Analysis) -> list[str]:
     from dltune.study import preset_config
 
-    notes = []
-    d = a.defaults()
-    for fw, r in d.iterrows():
+    capped: dict[int, list[str]] = {}
+    for fw, r in a.defaults().iterrows():
         try:
             full = preset_config(r["preset"], fw, a.dataset_kind).epochs
         except Exception:  # noqa: BLE001 - unknown preset: nothing to compare with
             continue
         if full > r["epochs"]:
-            notes.append(f"{fw}'s own preset ({r['preset']}) asks for {full} epochs; it was measured "
-                         f"here with {int(r['epochs'])} (epochs capped).")
+            capped.setdefault(int(r["epochs"]), []).append(f"{fw} {full}")
+    notes = [f"Epochs capped at {n}: the own presets ask for more ({', '.join(asked)})."
+             for n, asked in sorted(capped.items())]
     if "mxnet" in set(a.ok["preset"].dropna()):
         notes.append("The 'mxnet' preset is MXNet's Gluon MNIST example defaults (SGD momentum 0.9, "
                      "lr 0.1, batch 100, 10 epochs); the original study published none for MXNet.")
@@ -84,7 +84,7 @@ def _cap_notes(a: Analysis) -> list[str]:
 # Each section the data may hold, by what it shows when it is missing ("Not measured: ...").
 _MISSING = {
     "Framework comparison": "each framework with its own defaults",
-    "Benchmark runs": "benchmark runs",
+    "Benchmark runs": "benchmark runs ('dltune bench')",
     "Every framework with every framework's defaults": "every framework with every framework's "
                                                         "defaults",
     "Hyper-parameter sweeps": "hyper-parameter sweeps",
@@ -110,7 +110,6 @@ def _sections(a: Analysis, kb: list[dict[str, Any]]) -> list[Section]:
         Section("Every framework with every framework's defaults", items(
             a.cross_table(), figs.get("cross_defaults"))),
         Section("Hyper-parameter sweeps", items(
-            a.sweep_table(),
             a.sweep_points_table("batch_size"), figs.get("sweep_batch_size"),
             a.sweep_points_table("learning_rate"), figs.get("sweep_learning_rate"),
             a.sweep_points_table("epochs"), figs.get("sweep_epochs"))),
@@ -120,6 +119,22 @@ def _sections(a: Analysis, kb: list[dict[str, Any]]) -> list[Section]:
         Section("Knowledge base", items(kb_table(kb))),
         Section("Accuracy / training-time trade-off", items(figs.get("pareto"), a.pareto_table())),
     ]
+
+
+# The tables with a row per framework, by why one may lack a framework measured here; the
+# lacking frameworks are named under the table, so a missing row is never silent.
+_PER_FRAMEWORK = {**dict.fromkeys(("comparison", "cross_defaults", "sweep_batch_size",
+                                   "sweep_learning_rate", "sweep_epochs", "threads", "correlation",
+                                   "tuning"), "no successful run of this view"),
+                  "kb": "the shipped knowledge base has no run of it"}
+
+
+def _name_absent(a: Analysis, sections: list[Section]) -> None:
+    for table in (i for s in sections for i in s.items if isinstance(i, Table)):
+        absent = [fw for fw in a.frameworks if fw not in {row[0] for row in table.rows}]
+        if table.name in _PER_FRAMEWORK and absent:
+            line = f"Not in this table: {names(absent)} ({_PER_FRAMEWORK[table.name]})."
+            table.note = f"{table.note} {line}" if table.note else line
 
 
 def _analysis(records: list[StudyRecord]) -> Analysis:
@@ -137,6 +152,7 @@ def _workload_part(records: list[StudyRecord], kb: list[dict[str, Any]]):
     sections, missing = [], []
     if not a.ok.empty:
         sections = [s for s in _sections(a, kb) if any(isinstance(i, (Table, Figure)) for i in s.items)]
+        _name_absent(a, sections)
         shown = {s.title for s in sections}
         missing = [what for title, what in _MISSING.items() if title not in shown]
     failed = a.df[~a.df["ok"]]
@@ -189,6 +205,7 @@ def build_report(records: list[StudyRecord], knowledge_base: bool = True) -> Rep
     findings: list[Finding] = []
     sections: list[Section] = []
     missing: list[str] = []
+    study_missing = False
     for name, recs in usable.items():
         part = _workload_part(recs, kb.get(name, []))
         if len(usable) > 1:
@@ -196,6 +213,7 @@ def build_report(records: list[StudyRecord], knowledge_base: bool = True) -> Rep
         meta += part[0]
         findings += part[1]
         sections += part[2]
+        study_missing |= any(what != _MISSING["Benchmark runs"] for what in part[3])
         if part[3]:
             missing.append(("" if len(usable) == 1 else f"for {name}, ") + ", ".join(part[3]))
     listed = {r.measurement.framework for r in records} | {
@@ -204,7 +222,9 @@ def build_report(records: list[StudyRecord], knowledge_base: bool = True) -> Rep
     if retired:
         meta.append(f"Retired (no longer maintained), shown for comparison: {', '.join(retired)}.")
     if missing:
-        meta.append("Not measured: " + "; ".join(missing) + " ('dltune study' measures every view).")
+        # 'dltune study' measures every view but benchmark runs, which name their own command.
+        meta.append("Not measured: " + "; ".join(missing)
+                    + (" ('dltune study' measures the study's views)." if study_missing else "."))
     return Report(f"dltune report: {', '.join(usable)}", meta, findings, sections)
 
 

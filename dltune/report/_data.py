@@ -17,7 +17,7 @@ from dltune._storage_url import default_storage_url, require_database
 from dltune.measure._store import StudyRecord
 
 __all__ = ["BENCH_PHASE", "OUTSIDE_STUDY", "REPEAT_PHASE", "TUNE_PHASE", "TUNE_PRESET_PHASE", "kb_entries",
-           "load_1m", "load_study_records", "records_frame", "thread_label"]
+           "load_1m", "load_study_records", "load_tag", "records_frame", "thread_label"]
 
 BENCH_PHASE = "bench"
 TUNE_PHASE = "tune"
@@ -123,6 +123,18 @@ def load_1m(entry: dict[str, Any]) -> float | None:
         if isinstance(value, (int, float)):
             return float(value)
     return None
+
+
+def load_tag(rows) -> str:
+    """``, under 1-minute load 1.0–1.3 on 2 cores``: the load ``rows`` (of ``records_frame``)
+    started under, named by every finding on time or CPU use; empty when none recorded it."""
+    known = rows[rows["load_1m"].notna()]
+    if known.empty:
+        return ""
+    lo, hi = f"{known['load_1m'].min():.1f}", f"{known['load_1m'].max():.1f}"
+    cores = known["usable_cores"].max()
+    return f", under 1-minute load {lo if lo == hi else f'{lo}–{hi}'}" + (
+        "" if cores != cores else f" on {int(cores)} cores")
 
 
 def kb_entries(workloads: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from dltune.report._model import Figure
 __all__ = ["make_figures", "FRAMEWORK_COLOURS"]
 
 FRAMEWORK_COLOURS = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "mxnet": "#2f7ed8",
-                     "theano": "#6a3d9a", "pytensor": "#33a02c", "numpy": "#555555"}
+                     "theano": "#6a3d9a", "pytensor": "#33a02c", "numpy": "#555555", "jax": "#17becf"}
 
 
 def _colour(fw: str) -> str:

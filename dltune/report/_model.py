@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Figure", "Finding", "Report", "Section", "Table", "fmt_mb", "fmt_num", "fmt_pct",
-           "fmt_s", "fmt_x"]
+           "fmt_s", "fmt_span", "fmt_x", "names", "same_time"]
 
 
 def _missing(x: Any) -> bool:
@@ -40,6 +40,23 @@ def fmt_mb(x: Any) -> str:
 def fmt_x(x: Any) -> str:
     """A ratio such as a speed-up."""
     return "–" if _missing(x) else f"{float(x):.1f}x"
+
+
+def same_time(a: Any, b: Any) -> bool:
+    """Whether two times are a tie: their ratio shows as 1.0x, so no finding ranks them."""
+    lo, hi = sorted((float(a), float(b)))
+    return hi == lo if lo <= 0 else fmt_x(hi / lo) == "1.0x"
+
+
+def fmt_span(lo: Any, hi: Any, fmt) -> str:
+    """``lo–hi`` in ``fmt``, or one value where both show the same."""
+    a, b = fmt(lo), fmt(hi)
+    return a if a == b else f"{a}–{b}"
+
+
+def names(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def fmt_num(x: Any) -> str:

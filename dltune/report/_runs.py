@@ -8,8 +8,18 @@ import statistics
 from typing import Any
 
 from dltune.report._analysis import Analysis, _describe
-from dltune.report._data import BENCH_PHASE, REPEAT_PHASE, TUNE_PHASE, load_1m
-from dltune.report._model import Finding, Table, fmt_mb, fmt_pct, fmt_s, fmt_x
+from dltune.report._data import BENCH_PHASE, REPEAT_PHASE, TUNE_PHASE, load_1m, load_tag
+from dltune.report._model import (
+    Finding,
+    Table,
+    fmt_mb,
+    fmt_pct,
+    fmt_s,
+    fmt_span,
+    fmt_x,
+    names,
+    same_time,
+)
 
 __all__ = ["bench_findings", "bench_table", "kb_table", "load_note", "repeat_findings", "repeat_table"]
 
@@ -62,15 +72,21 @@ def bench_findings(a: Analysis) -> list[Finding]:
     g = _same_settings(a)
     if g is None:
         return []
-    fast, slow = g["train_time_s"].idxmin(), g["train_time_s"].idxmax()
-    tf, ts = g.loc[fast, "train_time_s"], g.loc[slow, "train_time_s"]
-    best, worst = g["accuracy_pct"].idxmax(), g["accuracy_pct"].idxmin()
-    ab, aw = g.loc[best, "accuracy_pct"], g.loc[worst, "accuracy_pct"]
-    setting = _describe(g.iloc[0])
-    text = (f"With the same settings ({setting}), {fast} trained fastest ({fmt_s(tf)} s) and {slow} "
-            f"slowest ({fmt_s(ts)} s), {fmt_x(ts / tf)} longer; ")
+    times, accs = g["train_time_s"], g["accuracy_pct"]
+    tf, ts, ab, aw = times.min(), times.max(), accs.max(), accs.min()
+    text = f"With the same settings ({_describe(g.iloc[0])}), "
+    if same_time(tf, ts):
+        text += f"{names(list(g.index))} trained in the same time ({fmt_span(tf, ts, fmt_s)} s){load_tag(g)}; "
+    else:
+        fast = [fw for fw in g.index if same_time(times[fw], tf)]
+        slow = [fw for fw in g.index if same_time(times[fw], ts)]
+        text += (f"{names(fast)} trained fastest ({fmt_s(tf)} s) and {names(slow)} slowest "
+                 f"({fmt_s(ts)} s), {fmt_x(ts / tf)} longer{load_tag(g)}; ")
+    best = [fw for fw in g.index if fmt_pct(accs[fw]) == fmt_pct(ab)]
+    worst = [fw for fw in g.index if fmt_pct(accs[fw]) == fmt_pct(aw)]
     text += (f"all reached {fmt_pct(ab)} %." if fmt_pct(ab) == fmt_pct(aw) else
-             f"{best} was the most accurate ({fmt_pct(ab)} %), {worst} the least ({fmt_pct(aw)} %).")
+             f"{names(best)} {'was' if len(best) == 1 else 'were'} the most accurate ({fmt_pct(ab)} %), "
+             f"{names(worst)} the least ({fmt_pct(aw)} %).")
     return [Finding("bench", text, {"bench_fastest_s": tf, "bench_slowest_s": ts,
                                     "bench_best_pct": ab, "bench_worst_pct": aw})]
 
@@ -150,13 +166,18 @@ def kb_table(entries: list[dict[str, Any]]) -> Table | None:
 
 
 def load_note(a: Analysis) -> str | None:
-    """One line when runs were measured under a 1-minute load average above the usable cores
-    (their times then measure the other work too); None when none was, or none says."""
+    """The load the runs started under, and how many started above the usable cores (their
+    times then measure the other work too); None when no run recorded its load."""
     known = a.df[a.df["load_1m"].notna() & a.df["usable_cores"].notna()]
-    over = known[known["load_1m"] > known["usable_cores"]]
-    if over.empty:
+    if known.empty:
         return None
-    return (f"{len(over)} of the {len(known)} runs that recorded their load ran under a 1-minute "
-            f"load average above the usable cores (up to {over['load_1m'].max():.1f} on "
-            f"{int(over['usable_cores'].max())}): their times are slower than this machine is, and "
-            f"the findings on time carry that load.")
+    load = known["load_1m"]
+    cores = int(known["usable_cores"].max())
+    line = (f"Load: the 1-minute load average was {load.min():.1f}–{load.max():.1f} (median "
+            f"{load.median():.1f}) as the {len(known)} runs that recorded it started, on {cores} usable "
+            f"cores; the runs before each count in it. Findings on time name their runs' load.")
+    over = known[load > known["usable_cores"]]
+    if not over.empty:
+        line += (f" {len(over)} started above the usable cores (up to {over['load_1m'].max():.1f}): "
+                 f"where that was other work, their times are slower than this machine is.")
+    return line
