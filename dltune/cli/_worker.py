@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from dltune.cli._common import print_json
 
 EXAMPLES = """examples:
   dltune worker --study 'dltune:digits-lenet:torch:<target>'
+  dltune worker --study 'dltune:digits-lenet:torch:<target>' --phase threads
   DLTUNE_STORAGE=postgresql://user:pw@host/db dltune worker --study NAME --time-budget 2h"""
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     from dltune.cli._common import add_renamed, add_storage_arg, duration
+    from dltune.tuning._worker import PHASES
 
     parser.epilog = EXAMPLES
     parser.add_argument("--study", required=True, help="study name (as 'dltune tune' printed it)")
+    parser.add_argument("--phase", choices=PHASES,
+                        help="hyper: hyper-parameter trials; threads: time thread settings for the "
+                        "study's best trials no other process is tuning, as 'dltune tune' does "
+                        "(one such worker per machine); all: both, in turn (default: threads for "
+                        "a '<study>:threads' name, else hyper)")
     add_storage_arg(parser, "that holds the study ($DLTUNE_STORAGE keeps a password out of the "
                             "process list)")
     parser.add_argument("--trials", type=int,
@@ -38,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from dltune.tuning import run_worker
 
 
-    summary = run_worker(args.study, args.storage, args.trials, time_budget_s=args.time_budget,
+    summary = run_worker(args.study, args.storage, args.trials, phase=args.phase,
+                         time_budget_s=args.time_budget,
                          seed_offset=args.seed_offset, any_hardware=args.any_hardware,
                          run_timeout_s=args.run_timeout,
                          progress=not (args.quiet or args.json))
@@ -46,7 +55,22 @@ def run(args: argparse.Namespace) -> int:
         print_json(summary)
     elif not args.quiet:
         c = summary["counts"]
-        print(f"{summary['study']}: ran {summary['ran']} trial(s) here; study has "
-              f"{c.get('COMPLETE', 0)}/{summary['target']} complete, {c.get('FAIL', 0)} failed")
+        if summary["phase"] != "threads":
+            print(f"{summary['study']}: ran {summary['ran']} trial(s) here; study has "
+                  f"{c.get('COMPLETE', 0)}/{summary['target']} complete, {c.get('FAIL', 0)} failed")
+        if "threads" in summary:
+            print(thread_phase_line(summary["study"], summary["threads"]))
         print(f"storage: {summary['storage']}")
     return 0
+
+
+def thread_phase_line(study: str, threads: dict[str, Any]) -> str:
+    """What the thread phase did here: per trial tuned, its fastest setting and speed-up."""
+    from dltune.tuning._result import threads_label
+
+    done = [f"#{a['trial']} {threads_label(a['threads'], a['startup_env'], a['speedup'])}"
+            for a in threads["answers"]]
+    line = f"{study}:threads: " + ("; ".join(done) if done else "no trial tuned here")
+    if threads["skipped"]:
+        line += " (left to other processes: " + ", ".join(f"#{n}" for n in threads["skipped"]) + ")"
+    return line

@@ -102,13 +102,16 @@ def run_trials(
     from optuna.trial import TrialState
 
     deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
-    ran = failures = 0
+    ran = failures = repeated = 0
     last_reason = ""
     while deadline is None or time.monotonic() < deadline:
         if max_runs is not None and ran >= max_runs:
+            exhausted = (f"; {repeated} proposed a configuration already measured: the search "
+                         f"space may hold fewer than {target}") if repeated else ""
             warnings.warn(
                 f"Study {study.study_name!r}: stopped after {ran} trials in this process "
-                f"without reaching {target} complete ones (pruned or failed trials do not count).",
+                f"without reaching {target} complete ones (pruned or failed trials do not "
+                f"count{exhausted}).",
                 UserWarning, stacklevel=2,
             )
             break
@@ -145,6 +148,8 @@ def run_trials(
                 )
         else:
             failures = 0
+        if state == TrialState.PRUNED and "duplicate_of" in storage.get_trial(trial._trial_id).user_attrs:
+            repeated += 1
         if on_trial is not None:
             on_trial(storage.get_trial(trial._trial_id))
     return ran

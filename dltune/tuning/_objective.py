@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,24 @@ def record_from_trial(trial: Any) -> Measurement | None:
     return decode_record(trial.user_attrs)
 
 
+def _measured_before(trial: Any, config: Mapping[str, Any], env: Mapping[str, str],
+                     phase: str) -> Any | None:
+    """The study's COMPLETE trial of ``phase`` that ran this configuration and start-up
+    environment, or None. A seeded sampler rebuilt after a kill, an enqueued configuration or
+    a small categorical space can propose one again; measuring it again adds no information."""
+    from optuna.trial import TrialState
+
+    def key(c: Any, e: Any) -> str:  # JSON, as the storage holds them (tuples become lists)
+        return json.dumps([c, e or {}], sort_keys=True)
+
+    wanted = key(config, env)
+    for other in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        attrs = other.user_attrs
+        if attrs.get("phase", phase) == phase and key(attrs.get("config"), attrs.get("startup_env")) == wanted:
+            return other
+    return None
+
+
 @contextlib.contextmanager
 def _startup_environment(env: Mapping[str, str]) -> Iterator[None]:
     """Set start-up knobs in this process's environment, which the worker inherits, then restore.
@@ -100,7 +119,9 @@ class TrialRunner:
     """Runs one Optuna trial as one real measurement.
 
     Returns ``(state, values)`` for ``study.tell``: COMPLETE with the objective values, PRUNED
-    when the pruner stopped training, FAIL (reason in ``fail_reason``) when the run failed.
+    when the pruner stopped training or, untrained, when a COMPLETE trial of the study already
+    measured the configuration (``duplicate_of`` names it), FAIL (reason in ``fail_reason``)
+    when the run failed.
     """
 
     def __init__(
@@ -146,6 +167,14 @@ class TrialRunner:
         trial.set_user_attr("phase", self.phase)
         trial.set_user_attr("config", config.to_dict())
         trial.set_user_attr("startup_env", env)
+        earlier = _measured_before(trial, config.to_dict(), env, self.phase)
+        if earlier is not None:
+            # PRUNED, not COMPLETE with the earlier values: the study's COMPLETE trials stay
+            # distinct measurements, so its target counts configurations, not replays.
+            trial.set_user_attr("duplicate_of", earlier.number)
+            trial.set_user_attr("prune_reason", f"the configuration of trial #{earlier.number} "
+                                "(COMPLETE), not trained again")
+            return TrialState.PRUNED, None
 
         def on_epoch(message: dict[str, Any]) -> bool:
             step, accuracy = int(message["epoch"]) - 1, float(message["test_accuracy"])

@@ -10,8 +10,10 @@ from dltune._errors import ParameterError
 from dltune._table import format_table
 from dltune.measure import Measurement
 from dltune.measure._record import html_table
+from dltune.tuning._study import counts
 
-__all__ = ["StudyResult", "TrialSummary", "TuneResult", "summarise_trial"]
+__all__ = ["StudyResult", "TrialSummary", "TuneResult", "study_result", "summarise_trial",
+           "threads_label"]
 
 
 @dataclass
@@ -162,6 +164,41 @@ class StudyResult:
         }
 
 
+def threads_label(threads: Mapping[str, Any], startup_env: Mapping[str, str],
+                  speedup: float | None) -> str:
+    """``intra/inter/blas`` threads, the start-up environment and the speed-up over the
+    framework's default: ``1/2/1 OMP_WAIT_POLICY=active (1.60x)``."""
+    env = " ".join(f"{k}={v}" for k, v in startup_env.items())
+    numbers = "/".join(_fmt(threads.get(k), "") for k in ("intra_op", "inter_op", "blas"))
+    return " ".join(x for x in (numbers, env, "" if speedup is None else f"({speedup:.2f}x)") if x)
+
+
+def study_result(study: Any, spec: Any) -> StudyResult:
+    """The :class:`StudyResult` of ``study`` as it stands (``spec``: its
+    :class:`~dltune.tuning._study.StudySpec`); the best trial is the front's most accurate when
+    accuracy is the first objective, else its first."""
+    from optuna.trial import TrialState
+
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        pareto, best = [], None
+    else:
+        pareto = sorted((summarise_trial(t) for t in study.best_trials),
+                        key=lambda t: (t.train_time_s or 0.0, t.number))
+        if spec.objectives[0].name == "accuracy":
+            best = max(pareto, key=lambda t: (t.accuracy or 0.0, -(t.train_time_s or 0.0)))
+        else:
+            best = pareto[0]
+    return StudyResult(
+        framework=spec.framework,
+        study_name=study.study_name,
+        objectives=[o.name for o in spec.objectives],
+        counts=counts(study),
+        pareto=pareto,
+        best=best,
+    )
+
+
 _HTML_COLUMNS = ("framework", "complete", "failed", "Pareto", "best trial", "accuracy", "train s",
                  "peak MB", "speed-up vs preset", "acc +pts vs preset")
 
@@ -245,15 +282,12 @@ class TuneResult:
                 cfg = answer["config"] if answer else best.config
                 th = cfg.get("threads") or {}
                 speedup = answer.get("threads_speedup") if answer else None
-                env = " ".join(f"{k}={v}" for k, v in (answer or {}).get("startup_env", {}).items())
                 row.update(
                     trial=best.number, acc=None if best.accuracy is None else 100 * best.accuracy,
                     time=best.train_time_s,
                     config=(f"{cfg.get('framework')}: " * ("+" in fw) + f"{cfg.get('optimizer')} lr={_fmt(cfg.get('learning_rate'), '.2g')} "
                             f"batch={cfg.get('batch_size')} epochs={cfg.get('epochs')}"),
-                    threads=" ".join(x for x in (
-                        f"{_fmt(th.get('intra_op'), '')}/{_fmt(th.get('inter_op'), '')}/{_fmt(th.get('blas'), '')}",
-                        env, "" if speedup is None else f"({speedup:.2f}x)") if x))
+                    threads=threads_label(th, (answer or {}).get("startup_env", {}), speedup))
             cmp = res.comparison
             if cmp and cmp.get("speedup") is not None:
                 row["preset"] = (f"{cmp['speedup']:.2f}x faster, "

@@ -38,6 +38,7 @@ __all__ = [
     "StorageError",
     "SQLiteWriters",
     "check_url",
+    "claim_lock",
     "default_storage_url",
     "mask_url",
     "open_storage",
@@ -61,42 +62,72 @@ def _lock_key(study_name: str) -> int:
 @contextlib.contextmanager
 def reservation_lock(storage: Any, study_name: str) -> Iterator[None]:
     """Hold the study-wide lock under which a process counts trials and adds one."""
-    url = getattr(storage, "url", "")
-    path = sqlite_path(url) if url else None
-    if url.lower().startswith(("postgresql", "postgres")):
+    path = sqlite_path(getattr(storage, "url", "") or "")
+    with _held(storage, study_name, None if path is None else path.with_name(path.name + ".lock"),
+               wait=True):
+        yield
+
+
+@contextlib.contextmanager
+def claim_lock(storage: Any, name: str, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock named ``name`` (a unit of work several processes may share, such as one
+    trial's thread phase); yields False, without waiting, when another process holds it and
+    ``wait`` is False. A process that dies releases it (advisory and file locks both)."""
+    path = sqlite_path(getattr(storage, "url", "") or "")
+    folder = None if path is None else path.with_name(path.name + ".locks")
+    if folder is not None:
+        folder.mkdir(exist_ok=True)
+    digest = hashlib.sha256(name.encode()).hexdigest()[:24]
+    with _held(storage, "claim:" + name, None if folder is None else folder / f"{digest}.lock",
+               wait=wait) as got:
+        yield got
+
+
+@contextlib.contextmanager
+def _held(storage: Any, name: str, lock_path: Path | None, *, wait: bool) -> Iterator[bool]:
+    """A lock named ``name``: a PostgreSQL advisory lock, a MySQL named lock, a file lock at
+    ``lock_path`` (SQLite), else a process-local lock (in-memory storage)."""
+    url = getattr(storage, "url", "") or ""
+    if url.lower().startswith(("postgresql", "postgres", "mysql")):
         import sqlalchemy
 
+        if url.lower().startswith("mysql"):
+            key: Any = "dltune-" + hashlib.sha256(name.encode()).hexdigest()[:40]
+            take = f"SELECT GET_LOCK(:k, {-1 if wait else 0})"
+            release = "SELECT RELEASE_LOCK(:k)"
+        else:
+            key = _lock_key(name)
+            take = "SELECT pg_advisory_lock(:k), true" if wait else "SELECT pg_try_advisory_lock(:k)"
+            release = "SELECT pg_advisory_unlock(:k)"
         with storage.engine.connect() as conn:
-            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": _lock_key(study_name)})
+            row = conn.execute(sqlalchemy.text(take), {"k": key}).fetchone()
+            got = bool(row[-1])
             try:
-                yield
+                yield got
             finally:
-                conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": _lock_key(study_name)})
+                if got:
+                    conn.execute(sqlalchemy.text(release), {"k": key})
         return
-    if url.lower().startswith("mysql"):
-        import sqlalchemy
-
-        name = "dltune-" + hashlib.sha256(study_name.encode()).hexdigest()[:40]
-        with storage.engine.connect() as conn:
-            conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": name})
-            try:
-                yield
-            finally:
-                conn.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": name})
-        return
-    if path is not None:
-        lock_path = path.with_name(path.name + ".lock")
+    if lock_path is not None:
         with open(lock_path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
             try:
-                yield
+                fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
         return
     with _local_guard:
-        lock = _local_locks.setdefault(study_name, threading.Lock())
-    with lock:
-        yield
+        lock = _local_locks.setdefault(name, threading.Lock())
+    got = lock.acquire(blocking=wait)
+    try:
+        yield got
+    finally:
+        if got:
+            lock.release()
 
 
 # -- several processes on one SQLite file ----------------------------------------------------

@@ -2,8 +2,9 @@
 
 Everything a ``dltune worker`` on another machine needs to run trials of a study is stored in
 the study's user attributes: the workload (data set name and parameters, model spec, data
-fingerprint), the framework, the hardware target and its fingerprint, the search space, the
-objectives, constraints, base configuration, sampler and pruner names and the seed.
+fingerprint), the framework, the hardware target and its fingerprint, the search space (and
+the thread phase's, with how many trials it tunes), the objectives, constraints, base
+configuration, sampler and pruner names and the seed.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ class StudySpec:
     pruner: str
     seed: int | None
     n_trials: int
+    # The factorized search's thread phase (dltune.tuning._thread_phase): its space (empty for
+    # the joint search; None in a study stored before it was recorded) and how many trials.
+    thread_space: SearchSpace | None = None
+    thread_configs: int = 0
 
     def attrs(self) -> dict[str, Any]:
         from dltune import __version__
@@ -134,6 +139,8 @@ class StudySpec:
             "pruner": self.pruner,
             "seed": self.seed,
             "n_trials": self.n_trials,
+            "thread_space": None if self.thread_space is None else self.thread_space.to_dict(),
+            "thread_configs": self.thread_configs,
         }
 
 
@@ -217,6 +224,9 @@ def load_study_spec(study: Any, *, cores_check: bool = True) -> StudySpec:
         pruner=attrs.get("pruner", "none"),
         seed=attrs.get("seed"),
         n_trials=int(attrs.get("n_trials", 20)),
+        thread_space=None if attrs.get("thread_space") is None else SearchSpace(
+            attrs["thread_space"], cores=int(attrs["space_cores"]), defaults=False),
+        thread_configs=int(attrs.get("thread_configs", 0)),
     )
 
 

@@ -12,6 +12,11 @@ few candidate settings, each in its own warm worker, on a few epochs, their repe
 Its trials live in a study of their own, ``<hyper-parameter study>:threads``, single-objective
 (training time): their accuracies come from capped epochs, so on the hyper-parameter study's
 accuracy / time front they would sit as false points, and its sampler models one space.
+
+Several processes (``tune`` and ``dltune worker --phase threads``) share the phase one
+hyper-parameter trial at a time: a process times a trial's candidates only while it holds that
+trial's claim (:func:`~dltune.tuning._storage.claim_lock`), so no candidate is timed twice at
+once and the repeats of one trial's candidates stay alternated in one process.
 """
 
 from __future__ import annotations
@@ -101,22 +106,42 @@ def _measure_round(workload: Any, runs: list[tuple[TrainConfig, dict[str, str]]]
     return records
 
 
-def _time_candidates(study: Any, workload: Any, space: SearchSpace, config: TrainConfig, trial_number: int,
-                     candidates: list[dict[str, Any]], done: dict[str, dict[str, Any]], pool: Any) -> None:
+def _claim_name(hyper_study: str, trial_number: int) -> str:
+    return f"{threads_study_name(hyper_study)}#{trial_number}"
+
+
+def _fail_abandoned(storage: Any, study: Any, trial_number: int) -> None:
+    """FAIL the RUNNING trials of ``trial_number``'s candidates: under its claim, only a
+    process that died while timing them can have left them so."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if trial.user_attrs.get("hyper_trial") == trial_number:
+            storage.set_trial_user_attr(trial._trial_id, "fail_reason",
+                                        "abandoned: the process timing it ended")
+            study.tell(trial.number, state=TrialState.FAIL)
+
+
+def _time_candidates(storage: Any, study: Any, workload: Any, space: SearchSpace, config: TrainConfig,
+                     trial_number: int, candidates: list[dict[str, Any]], done: dict[str, dict[str, Any]],
+                     pool: Any) -> None:
     """Time the candidates not in ``done`` (alternating their repeats) and tell each as a trial."""
     from optuna.trial import TrialState
 
     from dltune.measure._codec import set_record
+    from dltune.tuning._storage import reservation_lock
 
     todo = [p for p in dict((_key(p), p) for p in candidates).values() if _key(p) not in done]
     if not todo:
         return
     trials, runs = [], []
     for params in todo:
-        study.enqueue_trial(params, user_attrs={"phase": _PHASE, "hyper_trial": trial_number})
-        with warnings.catch_warnings():
-            # Nothing fails this study's stale trials: it is timed only here, by this process.
+        # ask() takes the oldest queued trial: under the lock it is the one queued just before,
+        # not a candidate another process queued for its own trial.
+        with reservation_lock(storage, study.study_name), warnings.catch_warnings():
+            # Nothing fails this study's stale trials by heartbeat: a trial's claim does.
             warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+            study.enqueue_trial(params, user_attrs={"phase": _PHASE, "hyper_trial": trial_number})
             trial = study.ask()
         values = {name: space[name].suggest(trial) for name in params}
         run_config, env = space.to_config(values, config)
@@ -181,7 +206,8 @@ def tune_threads(storage: Any, hyper_study: Any, hyper_trial: Any, workload: Any
     """Tune ``space`` (the execution dimensions) for one hyper-parameter trial; None if no
     candidate ran. The answer holds the fastest setting, its threads and start-up environment,
     its speed-up over the framework's default and the accuracy spread across settings. Past
-    ``deadline`` (``time.monotonic()``), stage 2 does not start."""
+    ``deadline`` (``time.monotonic()``), stage 2 does not start. Where other processes may
+    time this study too, the caller holds the trial's claim (:func:`run_thread_phase` does)."""
     import optuna
 
     config = TrainConfig.from_dict(hyper_trial.user_attrs["config"])
@@ -195,14 +221,15 @@ def tune_threads(storage: Any, hyper_study: Any, hyper_trial: Any, workload: Any
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             study.set_metric_names(["training time (s), median of timed runs"])
+    _fail_abandoned(storage, study, hyper_trial.number)
     done = _done(study, hyper_trial.number, config.epochs)
     stage1 = first_candidates(space)
-    _time_candidates(study, workload, space, config, hyper_trial.number, stage1, done, pool)
+    _time_candidates(storage, study, workload, space, config, hyper_trial.number, stage1, done, pool)
     if not done:
         return None
     best = _fastest(done)
     if deadline is None or time.monotonic() < deadline:
-        _time_candidates(study, workload, space, config, hyper_trial.number,
+        _time_candidates(storage, study, workload, space, config, hyper_trial.number,
                          candidates_after(space, best["params"]), done, pool)
     best = _fastest(done)
     tuned, env = space.to_config(best["params"], TrainConfig.from_dict(hyper_trial.user_attrs["config"]))
@@ -251,10 +278,16 @@ def search_spaces(space: SearchSpace, framework: str, search: str) -> tuple[Sear
 
 
 def run_thread_phase(storage: Any, study: Any, result: Any, workload: Any, space: SearchSpace,
-                     configs: int, pool: Any, deadline: float | None = None) -> list[dict[str, Any]]:
+                     configs: int, pool: Any, deadline: float | None = None, *, wait: bool = True,
+                     skipped: list[int] | None = None) -> list[dict[str, Any]]:
     """Tune ``space`` for the ``configs`` best trials of ``result`` (its best trial first, then
     the front's most accurate); one answer per trial that ran (:func:`tune_threads`). Past
-    ``deadline`` (``time.monotonic()``, the search's time budget) no trial's tuning starts."""
+    ``deadline`` (``time.monotonic()``, the search's time budget) no trial's tuning starts.
+
+    A trial another process is tuning is waited for (its answer then reuses that process's
+    timings) or, with ``wait=False``, left to it and its number appended to ``skipped``."""
+    from dltune.tuning._storage import claim_lock
+
     if not space.dimensions or configs < 1 or result.best is None:
         return []
     ranked = [result.best] + sorted((t for t in result.pareto if t.number != result.best.number),
@@ -265,8 +298,13 @@ def run_thread_phase(storage: Any, study: Any, result: Any, workload: Any, space
         own = space.without_knobs(summary.config.get("framework", ""))
         if not own.dimensions or (deadline is not None and time.monotonic() >= deadline):
             continue
-        answer = tune_threads(storage, study, study.trials[summary.number], workload, own, pool,
-                              deadline)
+        with claim_lock(storage, _claim_name(study.study_name, summary.number), wait=wait) as mine:
+            if not mine:
+                if skipped is not None:
+                    skipped.append(summary.number)
+                continue
+            answer = tune_threads(storage, study, study.trials[summary.number], workload, own, pool,
+                                  deadline)
         if answer is not None:
             answers.append(answer)
     return answers

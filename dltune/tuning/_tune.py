@@ -12,7 +12,7 @@ from dltune._validation import check_bool, check_float, check_int
 from dltune.config import TrainConfig, usable_cores
 from dltune.config._goals import refuse_renamed
 from dltune.tuning._objective import check_constraints, check_objectives
-from dltune.tuning._result import StudyResult, TuneResult, summarise_trial
+from dltune.tuning._result import StudyResult, TuneResult, study_result
 from dltune.tuning._space import SearchSpace, as_space
 from dltune.tuning._storage import mask_url, open_storage
 from dltune.tuning._study import (
@@ -21,7 +21,6 @@ from dltune.tuning._study import (
     build_sampler,
     check_pruner,
     check_sampler,
-    counts,
     create_or_load,
     study_name,
 )
@@ -117,29 +116,6 @@ def _recommended(workload: Any, hardware: Any, framework: str, storage: str) -> 
     return [c for c in rec.configs if c.framework == framework]
 
 
-def _study_result(study: Any, spec: StudySpec) -> StudyResult:
-    from optuna.trial import TrialState
-
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not complete:
-        pareto, best = [], None
-    else:
-        pareto = sorted((summarise_trial(t) for t in study.best_trials),
-                        key=lambda t: (t.train_time_s or 0.0, t.number))
-        if spec.objectives[0].name == "accuracy":
-            best = max(pareto, key=lambda t: (t.accuracy or 0.0, -(t.train_time_s or 0.0)))
-        else:
-            best = pareto[0]
-    return StudyResult(
-        framework=spec.framework,
-        study_name=study.study_name,
-        objectives=[o.name for o in spec.objectives],
-        counts=counts(study),
-        pareto=pareto,
-        best=best,
-    )
-
-
 def tune(
     workload: Any,
     frameworks: str | Sequence[str] | None = None,
@@ -202,7 +178,9 @@ def tune(
             ``sqlite:///dltune.db`` in the working folder. A study needs one: None is refused.
         seed: seeds the sampler and the training runs (weights, batch order).
         model: model preset when ``workload`` is a name or arrays.
-        workers: K > 1 starts K ``dltune worker`` processes per study (use PostgreSQL).
+        workers: K > 1 starts K ``dltune worker`` processes per study (use PostgreSQL); the
+            thread phase runs here after them (other machines join it with
+            ``dltune worker --phase threads``).
         jobs: K > 1 runs K trials at once on this machine, each pinned to its own disjoint
             set of cores (``hardware`` cores each; None: the usable cores // K); K sets that do
             not fit are refused.
@@ -322,7 +300,7 @@ def tune(
             fw_space, thread_space = search_spaces(full_space.without_knobs(fw), fw, search)
             spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw.split("+")[0]),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
-                             pruner_name, seed, trials)
+                             pruner_name, seed, trials, thread_space, thread_configs)
             # The GPU is a hardware target of its own: its trials never share a study with the
             # same machine's CPU trials.
             target = hw.target if base.device == "cpu" else f"{hw.target}+{base.device}"
@@ -339,7 +317,7 @@ def tune(
             else:
                 _run_workers(study, url, trials, max(workers, jobs), time_budget_s, progress, fw,
                              core_sets)
-            result = _study_result(study, spec)
+            result = study_result(study, spec)
             result.threads = run_thread_phase(
                 storage_obj, study, result, wl, thread_space, thread_configs, pool,
                 None if time_budget_s is None else started + time_budget_s)

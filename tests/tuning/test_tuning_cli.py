@@ -183,6 +183,6 @@ def test_a_warm_start_for_a_framework_recommend_cannot_predict_warns_in_one_line
     done = cli(*_TUNE, "--trials", "1", "--warm-start", "--no-preset", "--storage", url)
     assert done.returncode == 0, done.stderr[-2000:]
     assert ("dltune tune: warning: No warm start for numpy (its study starts from the sampler): The "
-            "'frameworks' parameter must be one of {'mxnet', 'tensorflow', 'theano', 'torch'}. Got 'numpy' "
+            "'frameworks' parameter must be one of {'jax', 'mxnet', 'tensorflow', 'theano', 'torch'}. Got 'numpy' "
             "instead.") in done.stderr.splitlines(), done.stderr
     assert "1 complete" in done.stdout
