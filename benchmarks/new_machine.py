@@ -35,6 +35,7 @@ from dltune.recommend._policy import DEFAULT_POLICY
 from dltune.recommend._recommend import _resolve_workload
 from dltune.surrogate import PerformanceModel
 from dltune.surrogate._machines import machine_key
+from dltune.surrogate._train_time import KINDS
 
 # (dataset, model, dataset parameters, framework-neutral configuration): none is a probe of
 # the quick calibration (other workloads, epochs, rates and batch sizes).
@@ -117,7 +118,7 @@ def main() -> None:
 
     summary, preds = {}, {}
     for label, model in (("before", before), ("after", after)):
-        errors, inside = [], []
+        errors, inside, widths = [], [], []
         for i, (name, _, _, config) in enumerate(cases):
             meta = metas[name]
             row = {"meta": meta, "hardware": hw, "config": config.to_dict(), "fresh": True}
@@ -126,15 +127,23 @@ def main() -> None:
             m = float(np.median(measured[i]))
             errors.append(max(p / m, m / p))
             inside.append(lo <= m <= hi)
+            widths.append(hi / lo)
             preds[label, i] = f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
-        summary[label] = (math.exp(np.mean(np.log(errors))), max(errors), float(np.mean(inside)))
+        summary[label] = (math.exp(np.mean(np.log(errors))), max(errors), float(np.mean(inside)),
+                          math.exp(np.median(np.log(widths))))
     print("workload | framework | batch | threads | epochs | measured s | before [interval] | after [interval]")
     for i, (name, fw, _, config) in enumerate(cases):
         print(f"{name} | {fw} | {config.batch_size} | {config.threads.intra_op} | {config.epochs} | "
               f"{np.median(measured[i]):.3f} | {preds['before', i]} | {preds['after', i]}")
-    for label, (typical, worst, coverage) in summary.items():
+    # This machine's fitted multipliers of the reference machine's seconds per kind of work
+    # (overheads: run, step, step_x_layers; throughputs: the rest), per framework.
+    speed = after.machine_speed_.get(here, {})
+    for fw in frameworks:
+        shown = " ".join(f"{k}={math.exp(speed[f'{fw}:{k}']):.2f}" for k in KINDS if f"{fw}:{k}" in speed)
+        print(f"after, {fw} x reference: {shown or 'none'}")
+    for label, (typical, worst, coverage, width) in summary.items():
         print(f"{label}: typical error {typical:.2f}x (worst {worst:.2f}x), "
-              f"coverage {100 * coverage:.0f}% of {len(cases)}")
+              f"coverage {100 * coverage:.0f}% of {len(cases)}, interval width {width:.1f}x (median high / low)")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.set_defaults(func=run_build)
 
     calibrate = _action(sub, "calibrate",
-                        "measure this machine's throughput per layer kind and framework (about a minute on 2 cores)")
+                        "measure this machine's throughput per layer kind and framework (about 2 minutes on 2 cores)")
     calibrate.add_argument("--frameworks", help="comma-separated backends (default: all available)")
     calibrate.add_argument("--out", help="folder (default: <cache>/kb/calibration-<machine>, "
                                          "which recommend reads)")

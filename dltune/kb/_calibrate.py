@@ -1,9 +1,12 @@
 """``dltune kb calibrate``: measure how fast this machine runs what the knowledge base measured.
 
-Quick (the default, about 2 minutes on 2 cores): one epoch of a small reference workload per
-model family at each batch size and thread count of the grid, per framework (``SUITES["quick"]``);
-``PerformanceModel`` fits from them this machine's throughput of each layer kind and its
-overheads as multipliers of the knowledge base's (``CalibrationMixin._fit_machine_kinds``).
+Quick (the default, at most 2 minutes on 2 cores): two epochs of a reference workload per model
+family at each batch size and thread count of the grid, per framework (``SUITES["quick"]``),
+each large enough that compute is most of an epoch at the larger batch size. ``PerformanceModel``
+fits from them this machine's throughput of each layer kind and its per-run and per-step
+overheads as multipliers of the knowledge base's (``CalibrationMixin._fit_machine_kinds``):
+time = overhead + work / throughput, the overheads told apart from the work by the two batch
+sizes (steps per sample) and by each probe's first epoch against the whole run.
 Full (``full=True``), described below, measures whole knowledge-base runs instead.
 
 The shipped knowledge base was measured on one machine. On another, the surrogates' training

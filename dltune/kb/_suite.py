@@ -25,7 +25,7 @@ from dltune.config import LR_RANGES, OPTIMIZERS, ThreadConfig, TrainConfig, defa
 from dltune.config._threads import thread_grid
 from dltune.data import DATASETS, dataset_kind, load_dataset
 
-__all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "QUICK_PLAN", "SUITES", "SUITE_DESIGNS", "PlannedRun",
+__all__ = ["CALIBRATION_PLAN", "FRESH_REVISIONS", "QUICK_EPOCHS", "QUICK_PLAN", "SUITES", "SUITE_DESIGNS", "PlannedRun",
            "SuiteWorkload", "input_shape", "plan_suite", "run_key"]
 
 _BATCH_SIZES = (16, 32, 64, 128, 256)
@@ -206,15 +206,18 @@ SUITES["calibration"] = [w for w in SUITES["reference"]
                          or (w.model == "cifar_quick" and w.params.get("n_train") == 800)]
 CALIBRATION_PLAN = {"configs_per_pair": 4, "repeats": 0, "fresh": 0}
 
-# ``dltune kb calibrate`` (quick, the default): one epoch of a small reference workload per model
-# family, at each batch size of QUICK_BATCHES and each thread count of the machine's grid
+# ``dltune kb calibrate`` (quick, the default): QUICK_EPOCHS epochs of a reference workload per
+# model family, at each batch size of QUICK_BATCHES and each thread count of the machine's grid
 # (``thread_grid``), per framework: what the time model's per-kind throughputs and overheads
 # need (MLP: dense layers and per-step overheads; LeNet and cifar_quick: convolutions and
-# pooling). Reference workloads, so that the knowledge base's own error on each is known.
+# pooling). Workloads large enough that at batch 128 compute is most of an epoch: the batch
+# sizes separate per-step overheads, the first epoch from the whole run the per-run warm-up
+# (``CalibrationMixin._fit_machine_kinds``).
 SUITES["quick"] = [w for w in SUITES["reference"]
                    if (w.model, w.params.get("n_train"), w.params.get("height"), w.params.get("channels"))
-                   in {("mlp", 2000, 16, 1), ("lenet", 1500, 16, 1), ("cifar_quick", 600, 16, 3)}]
+                   in {("mlp", 6000, 20, 3), ("lenet", 1000, 28, 1), ("cifar_quick", 1500, 24, 3)}]
 QUICK_BATCHES = (16, 128)
+QUICK_EPOCHS = 2
 QUICK_PLAN = {"configs_per_pair": 1, "repeats": 0, "fresh": 0}
 # A knowledge-base slice for a many-core machine (``scripts/kb_many_cores.py``): the reference
 # suite's first configurations (the same as the knowledge base's, seeded by workload name) at
@@ -253,10 +256,12 @@ def _threads(n: int) -> ThreadConfig:
 
 
 def _probes(framework: str, cores: int) -> list[tuple[TrainConfig, int, str]]:
-    """The quick calibration's runs of one workload x framework: one epoch per batch size of
-    :data:`QUICK_BATCHES` and thread count of ``thread_grid(cores)``, the fewest threads first."""
+    """The quick calibration's runs of one workload x framework: :data:`QUICK_EPOCHS` epochs per
+    batch size of :data:`QUICK_BATCHES` and thread count of ``thread_grid(cores)``, the fewest
+    threads first."""
     return [(TrainConfig(framework=framework, optimizer="momentum", learning_rate=0.01, momentum=0.9,
-                         batch_size=batch, epochs=1, seed=0, threads=_threads(n), timeout_s=300.0), 0, "probe")
+                         batch_size=batch, epochs=QUICK_EPOCHS, seed=0, threads=_threads(n), timeout_s=300.0),
+             0, "probe")
             for n in thread_grid(cores) for batch in QUICK_BATCHES]
 
 

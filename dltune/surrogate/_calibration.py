@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dltune.surrogate._features import ran_in_new_process
+from dltune.surrogate._features import ran_in_new_process, record_row
 from dltune.surrogate._machines import _factors, machine_factor
 from dltune.surrogate._train_time import KINDS, kind_shares
 
@@ -43,8 +43,10 @@ MIN_MACHINE_THREADS_RECORDS = 3
 # are fitted (``dltune kb calibrate`` makes 12 per framework on 2 cores).
 MIN_PROBES = 4
 # Weight of the prior that pulls each kind's multiplier towards the framework's overall ratio:
-# the probes tell the kinds apart only as far as their mix of work differs.
-_KIND_PRIOR = 0.05
+# the probes tell the kinds apart only as far as their mix of work differs. Weak: machines differ
+# by kind several-fold (benchmarks/new_machine.py), and the probes' two batch sizes and two
+# sizes each tell the overheads from the throughputs.
+_KIND_PRIOR = 0.002
 
 
 def fit_kind_multipliers(shares: np.ndarray, y: np.ndarray, prior: float = _KIND_PRIOR) -> np.ndarray:
@@ -229,8 +231,28 @@ class CalibrationMixin:
             out[m] = entry
         return out
 
+    def _first_epochs(self, data: Sequence[dict[str, Any]],
+                      probes: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The probes of two or more epochs as their first epoch alone: feature rows, seconds,
+        and which probe (position in ``probes``) each is. Only where the epochs' times add up
+        to the run's (``run_training`` sums them): else they timed something else."""
+        rows, seconds, of = [], [], []
+        for k, i in enumerate(probes):
+            metrics = data[i].get("metrics") or {}
+            curves = metrics.get("curves") or []
+            whole = sum(c.get("train_time_s") or 0.0 for c in curves)
+            if (len(curves) >= 2 and (curves[0].get("train_time_s") or 0) > 0
+                    and abs(whole - metrics["train_time_s"]) <= 0.01 * metrics["train_time_s"]):
+                row = record_row(data[i])
+                rows.append(dict(row, config=dict(row["config"], epochs=1)))
+                seconds.append(float(curves[0]["train_time_s"]))
+                of.append(k)
+        X = self.encoder_.transform(rows) if rows else np.zeros((0, len(self.encoder_.feature_names_)))
+        return X, np.array(seconds, dtype=np.float64), np.array(of, dtype=int)
+
     def _fit_machine_kinds(self, X: np.ndarray, y: np.ndarray, machines: list[str],
-                           frameworks: list[str], probes: list[int]) -> None:
+                           frameworks: list[str], probes: list[int],
+                           data: Sequence[dict[str, Any]] | None = None) -> None:
         """Each probed machine's throughput per layer kind and its overheads, per framework, as
         multipliers of the reference machine's (``machine_speed_[m]["<framework>:<kind>"]``,
         log; :data:`~dltune.surrogate._train_time.KINDS`), from its quick-calibration runs
@@ -242,23 +264,34 @@ class CalibrationMixin:
         differs between workloads, so that error does not carry over to another machine.
         ``"~"`` is how far the probes, each predicted by a fit without it, fall from their
         time: the interval widens by it.
+
+        With the records (``data``), a probe of two or more epochs counts twice: its first
+        epoch alone and the whole run. The two sizes differ by work and per-epoch overhead
+        only, so the per-run warm-up separates from the throughputs (time = overhead + work /
+        throughput), as the two batch sizes separate the per-step overheads.
         """
         if not probes:
             return
-        shares = kind_shares(self.train_time_.term_seconds(X[probes]))
-        y_p, m_p, f_p = y[probes], np.array([machines[i] for i in probes]), np.array([frameworks[i] for i in probes])
+        X_p, y_p, parent = X[probes], y[probes], np.arange(len(probes))
+        if data is not None:
+            X_1, y_1, of = self._first_epochs(data, probes)
+            X_p, y_p, parent = np.vstack([X_p, X_1]), np.concatenate([y_p, y_1]), np.concatenate([parent, of])
+        shares = kind_shares(self.train_time_.term_seconds(X_p))
+        m_p = np.array([machines[probes[k]] for k in parent])
+        f_p = np.array([frameworks[probes[k]] for k in parent])
         for m in sorted(str(k) for k in set(m_p)):
             entry, misses = {}, []
             for fw in sorted(str(f) for f in set(f_p[m_p == m])):
                 on = np.flatnonzero((m_p == m) & (f_p == fw) & (y_p > 0) & (shares.sum(axis=1) > 0))
-                if len(on) < MIN_PROBES:
+                whole = on[on < len(probes)]  # the runs as measured (what a user runs)
+                if len(whole) < MIN_PROBES:
                     continue
                 mult = fit_kind_multipliers(shares[on], y_p[on])
                 entry |= {f"{fw}:{k}": float(np.log(v)) for k, v in zip(KINDS, mult, strict=True)}
-                entry[fw] = float(np.median(np.log(y_p[on] / shares[on].sum(axis=1))))
-                for k in range(len(on)):
-                    rest = np.delete(on, k)
-                    misses.append(abs(float(np.log(y_p[on[k]] / (shares[on[k]] @ fit_kind_multipliers(
+                entry[fw] = float(np.median(np.log(y_p[whole] / shares[whole].sum(axis=1))))
+                for k in whole:  # each run predicted by a fit without it (both its sizes)
+                    rest = on[parent[on] != parent[k]]
+                    misses.append(abs(float(np.log(y_p[k] / (shares[k] @ fit_kind_multipliers(
                         shares[rest], y_p[rest]))))))
             if misses:
                 speed = self.machine_speed_.setdefault(m, {})

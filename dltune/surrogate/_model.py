@@ -266,7 +266,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False, transfer=self.coverage)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
-        self._fit_machine_kinds(X_time, seconds, machines, frameworks, probed)
+        self._fit_machine_kinds(X_time, seconds, machines, frameworks, probed, data)
         self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, threads, now)
         # Peak memory from runs in a new worker process where there are enough: a reused
         # worker's resident memory is the high-water mark of every run before it. Runs of a
