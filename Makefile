@@ -55,10 +55,11 @@ example-report: $(STAMPS)/venv $(STAMPS)/legacy
 	cd "$$(mktemp -d)" && $(CURDIR)/$(PY) -m dltune study --workload digits --time-budget 40m --max-epochs 5 \
 		&& $(CURDIR)/$(PY) -m dltune report --format md --out $(CURDIR)/docs/example-report/report.md
 
+# Two pytest-xdist workers, each running whole test files (tests/conftest.py: _work_unit).
 test: $(STAMPS)/venv $(STAMPS)/legacy system-deps
 	$(VENV)/bin/ruff check dltune tests benchmarks examples scripts
 	$(VENV)/bin/lint-imports --no-cache
-	DLTUNE_CACHE=$(TEST_CACHE) $(PY) -m pytest -q
+	DLTUNE_CACHE=$(TEST_CACHE) $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMPS)/venv
 	$(VENV)/bin/ruff check dltune tests benchmarks examples scripts

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,21 +39,82 @@ def _quick_c_modules():
         yield
 
 
+@contextmanager
+def exclusively(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` (made if missing) until the block ends: what one
+    pytest-xdist worker makes in the shared cache, the other waits for, then reuses."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _build_tiny_kb() -> Path:
+    from dltune._paths import cache_dir
+    from dltune.kb import build_kb
+
+    folder = cache_dir() / "test-kb" / "tiny-numpy"
+    # build_kb refuses a second builder of a folder at once: the other worker waits here instead.
+    with exclusively(folder.with_name(folder.name + ".lock")):
+        build_kb("tiny", out=folder, frameworks=["numpy"], configs_per_pair=6, repeats=1, quiet_wait_s=60.0)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_kb():
     """The ``tiny`` suite measured for real with the numpy backend (resumable: built once per
     cache), shared by the knowledge-base, surrogate and recommend tests.
 
     Each run first waits (up to 60 s) for the rest of the machine to fall quiet, as
-    ``dltune kb build`` does by default. On this 2-vCPU VM a busy neighbouring process made
-    2-thread runs of 14 ms take up to 1 s (2026-12-04), and the tests that read these records
-    would then test that neighbour rather than dltune."""
-    from dltune._paths import cache_dir
-    from dltune.kb import build_kb
+    ``dltune kb build`` does by default: a busy neighbouring process made 2-thread runs of
+    14 ms take up to 1 s on a 2-core machine, and the tests that read these records would then
+    test that neighbour rather than dltune. Under pytest-xdist each worker is the other's
+    neighbour, so the controller measures it before the workers start (pytest_sessionstart)."""
+    return _build_tiny_kb()
 
-    folder = cache_dir() / "test-kb" / "tiny-numpy"
-    build_kb("tiny", out=folder, frameworks=["numpy"], configs_per_pair=6, repeats=1, quiet_wait_s=60.0)
-    return folder
+
+def pytest_sessionstart(session):
+    """Under pytest-xdist (``-n``), in the controller before the workers start: give the workers
+    one cache (the tiny knowledge base and the compiled Theano and PyTensor modules are made
+    once), and measure the tiny knowledge base on a quiet machine (see tiny_kb)."""
+    config = session.config
+    if not config.pluginmanager.has_plugin("dsession"):
+        return
+    os.environ.setdefault("DLTUNE_CACHE", str(config._tmp_path_factory.getbasetemp() / "dltune-cache"))
+    try:
+        _build_tiny_kb()
+    except Exception as exc:  # the tests that need it then fail in the fixture, with its error
+        config.get_terminal_writer().line(f"measuring the tiny knowledge base failed: {exc}", red=True)
+
+
+# Theano and PyTensor compile C modules into one cache each, one compile at a time: their
+# backend tests, of every file, form one unit of work each (see _work_unit).
+_COMPILED_FILES = {"tests/backends/test_legacy_backends.py": "theano",
+                   "tests/backends/test_pytensor.py": "pytensor"}
+_COMPILED_CASE = re.compile(r"\[(theano|pytensor)[-\]]")
+
+
+def _work_unit(nodeid: str) -> str:
+    """What runs on one pytest-xdist worker under ``make test``: a test file (its module
+    fixtures are made once), but the tests in tests/backends of a backend that compiles
+    (_COMPILED_FILES, _COMPILED_CASE) together, whatever their file."""
+    path, _, rest = nodeid.partition("::")
+    case = _COMPILED_CASE.search(rest) if path.startswith("tests/backends/") else None
+    return _COMPILED_FILES.get(path) or (case.group(1) if case else path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the work units of _work_unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    return Scheduling(config, log)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -4,6 +4,7 @@ JSON state, written and read without pickle."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,7 @@ class PersistenceMixin:
         }
         arrays["state_json"] = np.frombuffer(json.dumps(state, default=float).encode(), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # per process: two may fit one key
         np.savez_compressed(tmp, **arrays)
         tmp.replace(path)
         return path

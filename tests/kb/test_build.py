@@ -27,12 +27,17 @@ def test_build_measures_every_planned_run(tiny_kb):
             assert e["hardware"]["usable_cores"] == 1  # the 1-core hardware target
 
 
-def test_build_resumes_without_remeasuring(tiny_kb):
-    before = len(RecordStore(tiny_kb).entries())
-    result = build_kb("tiny", out=tiny_kb, frameworks=["numpy"], configs_per_pair=6, repeats=1)
+def test_build_resumes_without_remeasuring(tiny_kb, tmp_path):
+    import shutil
+
+    # A copy: a build of the shared folder itself would race the tiny_kb fixture of another
+    # pytest-xdist worker (a second builder of a folder is refused).
+    folder = shutil.copytree(tiny_kb, tmp_path / "kb")
+    before = len(RecordStore(folder).entries())
+    result = build_kb("tiny", out=folder, frameworks=["numpy"], configs_per_pair=6, repeats=1)
     assert result.measured == 0 and result.done_before == result.planned
     assert result.stopped_by == "complete"
-    assert len(RecordStore(tiny_kb).entries()) == before
+    assert len(RecordStore(folder).entries()) == before
 
 
 def test_provenance_names_machine_versions_dates_and_command(tiny_kb):
@@ -117,7 +122,7 @@ def test_a_busy_machine_is_warned_about_before_a_build():
     assert load_warning(3.0, 8) is None
 
 
-def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny_kb, monkeypatch):
+def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny_kb, tmp_path, monkeypatch):
     import dltune.kb._calibrate as calibrate
     from dltune.hardware import Hardware
     from dltune.kb import calibrate_machine, calibration_dir, calibration_records
@@ -134,16 +139,14 @@ def test_calibrate_measures_the_calibration_suite_into_this_machines_folder(tiny
     assert calibration_dir() == calibration_dir(here) != calibration_dir(dict(here, cpu_model="Other"))
     assert calibration_dir().parent.name == "kb" and calibration_dir().name.startswith("calibration-")
     record = RecordStore(tiny_kb).records()[:2]
+    # In a cache of its own: the shared one's calibrations are what every fit beside it reads.
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path))
     before = len(calibration_records())
     folder = calibration_dir(dict(here, cpu_model="Test CPU"))
-    try:
-        for r in record:
-            RecordStore(folder).append(r, {"suite": "calibration"})
-        assert len(calibration_records()) == before + 2
-    finally:
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
+    assert folder.parent == tmp_path / "kb"
+    for r in record:
+        RecordStore(folder).append(r, {"suite": "calibration"})
+    assert len(calibration_records()) == before + 2
 
 
 def test_shipped_calibrations_are_exported_and_read_once(tiny_kb, tmp_path, monkeypatch):

@@ -12,9 +12,16 @@ from dltune.surrogate._records import workload_label
 pytestmark = pytest.mark.slow
 
 
-def test_leave_one_workload_out_structure(tiny_kb):
+@pytest.fixture(scope="module")
+def plain_report(tiny_kb):
+    """``validate_kb`` of the tiny knowledge base, uncalibrated and unpatched: made once (a fit
+    per held-out workload) for the tests that compare with it."""
+    return validate_kb(RecordStore(tiny_kb).records(), calibrate=False)
+
+
+def test_leave_one_workload_out_structure(tiny_kb, plain_report):
     records = RecordStore(tiny_kb).records()
-    report = validate_kb(records, calibrate=False)
+    report = plain_report
     assert len(report.workloads) == 3
     for row in report.workloads:
         assert row["n"] >= 3
@@ -84,13 +91,13 @@ def test_leave_one_workload_out_structure(tiny_kb):
     json.dumps(report.to_dict())
 
 
-def test_held_out_configurations_are_hedged_as_recommend_hedges_them(tiny_kb, monkeypatch):
+def test_held_out_configurations_are_hedged_as_recommend_hedges_them(tiny_kb, plain_report, monkeypatch):
     """kb validate scores what recommend answers: the held-out configurations pass through the
     same hedges (threads, machines) before their times are scored and picked from."""
     from dltune.surrogate import PerformanceModel
 
     records = RecordStore(tiny_kb).records()
-    plain = validate_kb(records, calibrate=False)
+    plain = plain_report
     calls = []
 
     def hedge(self, pred, rows, hardware):  # every time 10x slower, as if another machine's

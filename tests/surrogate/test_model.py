@@ -236,11 +236,13 @@ def test_unknown_framework_is_refused(model, tiny_kb):
         model.predict([row])
 
 
-def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypatch, caplog):
+def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, tmp_path, monkeypatch, caplog):
     import logging
 
     from dltune._paths import cache_dir
 
+    # A cache of its own: fits of other pytest-xdist workers prune the shared one's files.
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path))
     kb = tiny_kb / "records.jsonl"
     clear_memory_cache()
     with caplog.at_level(logging.INFO, logger="dltune"):
@@ -258,10 +260,10 @@ def test_fitted_model_is_cached_by_content_and_refit_on_change(tiny_kb, monkeypa
     def no_fit(self, records):
         raise AssertionError("refitted although the cache was valid")
 
-    monkeypatch.setattr(PerformanceModel, "fit", no_fit)
-    again = fitted_model(storage=None, kb_path=kb)  # loaded from disk
+    with monkeypatch.context() as patch:
+        patch.setattr(PerformanceModel, "fit", no_fit)
+        again = fitted_model(storage=None, kb_path=kb)  # loaded from disk
     assert again.n_records_ == first.n_records_
-    monkeypatch.undo()
     extra = RecordStore(tiny_kb).records()[:1]
     extra[0].id = f"another-run-{uuid.uuid4().hex}"  # a key no earlier run has cached
     caplog.clear()
