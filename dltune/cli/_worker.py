@@ -20,10 +20,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
     parser.add_argument("--study", required=True, help="study name (as 'dltune tune' printed it)")
     parser.add_argument("--phase", choices=PHASES,
-                        help="hyper: hyper-parameter trials; threads: time thread settings for the "
-                        "study's best trials no other process is tuning, as 'dltune tune' does "
-                        "(one such worker per machine); all: both, in turn (default: threads for "
-                        "a '<study>:threads' name, else hyper)")
+                        help="hyper-parameter trials, the best trials' thread timings (one such "
+                        "worker per machine) or all, in turn (default: threads for a "
+                        "'<study>:threads' name, else hyper)")
     add_storage_arg(parser, "that holds the study ($DLTUNE_STORAGE keeps a password out of the "
                             "process list)")
     parser.add_argument("--trials", type=int,

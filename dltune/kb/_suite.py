@@ -216,7 +216,7 @@ CALIBRATION_PLAN = {"configs_per_pair": 4, "repeats": 0, "fresh": 0}
 SUITES["quick"] = [w for w in SUITES["reference"]
                    if (w.model, w.params.get("n_train"), w.params.get("height"), w.params.get("channels"))
                    in {("mlp", 6000, 20, 3), ("lenet", 1000, 28, 1), ("cifar_quick", 1500, 24, 3)}]
-QUICK_BATCHES = (16, 128)
+QUICK_BATCHES = (32, 128)
 QUICK_EPOCHS = 2
 QUICK_PLAN = {"configs_per_pair": 1, "repeats": 0, "fresh": 0}
 # A knowledge-base slice for a many-core machine (``scripts/kb_many_cores.py``): the reference

@@ -170,8 +170,9 @@ class Analysis:
         time = data.pivot_table(index="framework", columns=param, values="train_time_s", aggfunc="last")
         rows = [[fw] + [f"{fmt_pct(acc.loc[fw, v])} / {fmt_s(time.loc[fw, v])} s"
                         if _finite(acc.loc[fw, v]) else "–" for v in acc.columns] for fw in acc.index]
-        return Table(f"sweep_{param}", f"Accuracy % / training s against {_SWEEPS[param]}",
-                     ["framework"] + [f"{_SWEEPS[param]} {fmt_num(v)}" for v in acc.columns], rows)
+        # The caption names the swept parameter once; the columns are its values.
+        return Table(f"sweep_{param}", f"Accuracy % / training s against {_SWEEPS[param]} (columns)",
+                     ["framework"] + [fmt_num(v) for v in acc.columns], rows)
 
     def threads_frame(self):
         data = self.phase("threads")
