@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,23 +36,14 @@ def _quick_c_modules():
         yield
 
 
-@contextmanager
-def exclusively(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``lock_file`` (made if missing) until the block ends: what one
-    pytest-xdist worker makes in the shared cache, the other waits for, then reuses."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_file, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
-
-
 def _build_tiny_kb() -> Path:
     from dltune._paths import cache_dir
+    from dltune.envs._legacy import _locked
     from dltune.kb import build_kb
 
     folder = cache_dir() / "test-kb" / "tiny-numpy"
     # build_kb refuses a second builder of a folder at once: the other worker waits here instead.
-    with exclusively(folder.with_name(folder.name + ".lock")):
+    with _locked(folder.with_name(folder.name + ".lock")):
         build_kb("tiny", out=folder, frameworks=["numpy"], configs_per_pair=6, repeats=1, quiet_wait_s=60.0)
     return folder
 
