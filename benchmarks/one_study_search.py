@@ -11,13 +11,18 @@ table up, so a trial costs nothing and many seeds are cheap. Both arms use tune'
 - per framework: one study each, taking turns (trial k goes to framework k mod n), as
   ``tune --frameworks a,b`` with the trials split evenly.
 
-    python benchmarks/one_study_search.py [--frameworks numpy,torch] [--model mlp]
-        [--seeds 30] [--budget 60]
+    python benchmarks/one_study_search.py [--frameworks torch,tensorflow] [--model mlp]
+        [--seeds 100] [--budget 60]
 
-Prints, per arm, the total trials until the best accuracy seen reaches 99% (and 100%) of the
-best in both grids: median, mean and how many seeds got there within the budget, then the
-ratio of the means (per-framework / one study). Run it alone behind the lock
-(``flock -x /tmp/dltune-measure.lock``) the first time: that run measures the grids.
+The frameworks should differ in what they learn (numpy and torch train alike, so their tables
+match and the two arms cannot differ). Prints, per arm, the total trials until the best
+accuracy seen reaches 99% (and 100%) of the best in both grids: median, mean and how many seeds
+got there within the budget (a seed that never got there counts as budget + 1, so the mean is a
+lower bound where seeds missed), the one study's share of trials per framework, then the ratio
+of the means (per-framework / one study) with a 95% bootstrap interval over the seeds and a
+two-sided Mann-Whitney p-value: an interval that holds 1 means the arms were not told apart.
+Run it alone behind the lock (``flock -x /tmp/dltune-measure.lock``) the first time: that run
+measures the grids.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -88,7 +94,9 @@ def _reached(values: list[float], thresholds: list[float]) -> list[int | None]:
     return out
 
 
-def one_study(tables: dict[str, dict[str, float]], seed: int, budget: int) -> list[float]:
+def one_study(tables: dict[str, dict[str, float]], seed: int, budget: int,
+              chosen: list[str] | None = None) -> list[float]:
+    """The accuracies of ``budget`` trials; ``chosen`` gets each trial's framework."""
     import optuna
 
     study = optuna.create_study(direction="maximize", sampler=_sampler(seed))
@@ -99,10 +107,13 @@ def one_study(tables: dict[str, dict[str, float]], seed: int, budget: int) -> li
         value = tables[framework][_point(trial)]
         study.tell(trial, value)
         values.append(value)
+        if chosen is not None:
+            chosen.append(framework)
     return values
 
 
-def per_framework(tables: dict[str, dict[str, float]], seed: int, budget: int) -> list[float]:
+def per_framework(tables: dict[str, dict[str, float]], seed: int, budget: int,
+                  chosen: list[str] | None = None) -> list[float]:
     import optuna
 
     studies = {fw: optuna.create_study(direction="maximize", sampler=_sampler(seed + 1000 * i))
@@ -118,13 +129,21 @@ def per_framework(tables: dict[str, dict[str, float]], seed: int, budget: int) -
     return values
 
 
+def _ratio_interval(a: list[int], b: list[int], draws: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of mean(a) / mean(b), the seeds of each arm resampled apart."""
+    rng = random.Random(0)
+    ratios = sorted(statistics.fmean(rng.choices(a, k=len(a))) / statistics.fmean(rng.choices(b, k=len(b)))
+                    for _ in range(draws))
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
 def main(argv: list[str] | None = None) -> int:
     import optuna
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frameworks", default="numpy,torch")
+    parser.add_argument("--frameworks", default="torch,tensorflow")
     parser.add_argument("--model", default="mlp")
-    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--budget", type=int, default=60, help="total trials per search")
     args = parser.parse_args(argv)
 
@@ -145,18 +164,28 @@ def main(argv: list[str] | None = None) -> int:
         share = sum(v >= thresholds[0] for v in table.values()) / len(table)
         print(f"{fw}: {len(table)} points, best {max(table.values()):.4f}, "
               f"{100 * share:.1f}% reach 99% of the best of all ({thresholds[0]:.4f})")
+    from scipy.stats import mannwhitneyu
+
     print(f"{'arm':14s} {'target':>6s} {'median':>7s} {'mean':>7s} {'reached':>9s}")
-    means = {}
+    counts: dict[tuple[str, str], list[int]] = {}
     for arm, search in (("one study", one_study), ("per framework", per_framework)):
-        runs = [_reached(search(tables, seed, args.budget), thresholds) for seed in range(args.seeds)]
+        chosen: list[str] = []
+        runs = [_reached(search(tables, seed, args.budget, chosen), thresholds) for seed in range(args.seeds)]
         for i, label in enumerate(("99%", "100%")):
-            hits = [r[i] for r in runs if r[i] is not None]
-            med = statistics.median(hits) if hits else float("nan")
-            means[(arm, label)] = mean = statistics.fmean(hits) if hits else float("nan")
-            print(f"{arm:14s} {label:>6s} {med:7.1f} {mean:7.1f} {len(hits):4d}/{args.seeds:<4d}")
+            counts[(arm, label)] = n = [args.budget + 1 if r[i] is None else r[i] for r in runs]
+            reached = sum(r[i] is not None for r in runs)
+            print(f"{arm:14s} {label:>6s} {statistics.median(n):7.1f} {statistics.fmean(n):7.1f} "
+                  f"{reached:4d}/{args.seeds:<4d}")
+        if arm == "one study":
+            print("one study's trials per framework: " + ", ".join(
+                f"{fw} {100 * chosen.count(fw) / len(chosen):.0f}%" for fw in tables))
     for label in ("99%", "100%"):
+        per, one = counts[("per framework", label)], counts[("one study", label)]
+        low, high = _ratio_interval(per, one)
+        p = mannwhitneyu(per, one, alternative="two-sided").pvalue
         print(f"per-framework / one-study mean trials to {label}: "
-              f"{means[('per framework', label)] / means[('one study', label)]:.2f}x")
+              f"{statistics.fmean(per) / statistics.fmean(one):.2f}x [95% {low:.2f}, {high:.2f}], "
+              f"Mann-Whitney p {p:.3f} over {args.seeds} seeds per arm")
     return 0
 
 

@@ -5,8 +5,9 @@ seed, same weights, up to the order of float reductions). So the hyper-parameter
 one fixed setting, in one warm worker, and afterwards the best configurations are timed under a
 few candidate settings, each in its own warm worker, on a few epochs, their repeats alternated:
 
-1. the framework's default, then ``n`` threads everywhere (intra-op and BLAS, one inter-op
-   thread) for ``n`` in the powers of two up to the cores and the cores themselves;
+1. the framework's default, then ``n`` intra-op and BLAS threads for ``n`` in the powers of two
+   up to the cores and the cores themselves, the cores left over as inter-op threads (at least
+   one): independent operators running side by side can beat one operator split across cores;
 2. around the fastest: every inter-op thread, then each start-up knob's other values.
 
 Its trials live in a study of their own, ``<hyper-parameter study>:threads``, single-objective
@@ -49,8 +50,16 @@ def _powers_up_to(low: int, high: int) -> list[int]:
     return sorted({*values, high})
 
 
+def _nearest(dim: Any, n: int) -> int:
+    """``n`` clipped into an integer dimension's range, or its choice nearest to ``n``."""
+    if dim.is_range:
+        return min(max(n, int(dim.low)), int(dim.high))
+    return min(dim.choices, key=lambda c: (abs(c - n), c))
+
+
 def first_candidates(space: SearchSpace) -> list[dict[str, Any]]:
-    """Stage 1: the framework's default (no parameter set), then ``n`` threads everywhere."""
+    """Stage 1: the framework's default (no parameter set), then ``n`` intra-op and BLAS threads
+    with the cores left over as inter-op threads."""
     out: list[dict[str, Any]] = [{}]
     dims = {n: space[n] for n in ("intra_op_threads", "blas_threads") if n in space}
     if dims:
@@ -59,8 +68,7 @@ def first_candidates(space: SearchSpace) -> list[dict[str, Any]]:
         for n in _powers_up_to(low, high):
             params: dict[str, Any] = {name: n for name in dims}
             if "inter_op_threads" in space:
-                inter = space["inter_op_threads"]
-                params["inter_op_threads"] = int(inter.low) if inter.is_range else min(inter.choices)
+                params["inter_op_threads"] = _nearest(space["inter_op_threads"], max(high // n, 1))
             out.append(params)
     return out
 

@@ -32,9 +32,10 @@ def test_the_thread_phase_tries_at_most_a_third_of_the_grid_on_two_cores(framewo
     _, execution = _space(framework).split()
     first = first_candidates(execution)
     assert first[0] == {}  # the framework's default comes first
-    assert {"intra_op_threads": 1, "blas_threads": 1, "inter_op_threads": 1} in first
+    # the cores one intra-op thread leaves are inter-op threads
+    assert {"intra_op_threads": 1, "blas_threads": 1, "inter_op_threads": 2} in first
     assert {"intra_op_threads": 2, "blas_threads": 2, "inter_op_threads": 1} in first
-    best = first[1]
+    best = first[2]
     after = candidates_after(execution, best)
     assert {**best, "inter_op_threads": 2} in after
     knob = "omp_wait_policy" if framework == "torch" else "tf_onednn_opts"
@@ -45,8 +46,9 @@ def test_the_thread_phase_tries_at_most_a_third_of_the_grid_on_two_cores(framewo
 
 def test_a_many_core_space_tries_powers_of_two_and_the_cores():
     _, execution = _space("numpy", cores=12).split()
-    intra = [c.get("intra_op_threads") for c in first_candidates(execution)]
-    assert intra == [None, 1, 2, 4, 8, 12]
+    first = first_candidates(execution)
+    assert [c.get("intra_op_threads") for c in first] == [None, 1, 2, 4, 8, 12]
+    assert [c.get("inter_op_threads") for c in first] == [None, 12, 6, 3, 1, 1]
 
 
 def test_joint_search_and_thread_sensitive_backends_keep_one_space(monkeypatch):
