@@ -25,6 +25,7 @@ EXAMPLES = {
   dltune kb calibrate --full --time-budget 30m""",
     "export": """examples:
   dltune kb export --from ~/.cache/dltune/kb/reference
+  dltune kb export --from ~/.cache/dltune/kb/families
   dltune kb export --calibration""",
     "validate": """examples:
   dltune kb validate
@@ -78,7 +79,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     calibrate.set_defaults(func=run_calibrate)
 
     export = _action(sub, "export", "compress a build folder into the package's shipped KB")
-    export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference)")
+    export.add_argument("--from", dest="source", help="build folder (default: <cache>/kb/reference); "
+                        "the shipped file is named after its suite")
     export.add_argument("--out", help="target folder (default: the installed dltune/kb/, or its "
                         "calibrations/ with --calibration)")
     export.add_argument("--calibration", action="store_true",
@@ -238,7 +240,8 @@ def run_export(args: argparse.Namespace) -> int:
         summary = export_calibration(source, args.out)
     else:
         summary = export_kb(args.source or default_build_dir("reference"), args.out)
-    print(f"shipped {summary['records']} records ({summary['ok']} ok) to {summary['path']}")
+    suite = f" of the {summary['suite']} suite" if "suite" in summary else ""
+    print(f"shipped {summary['records']} records ({summary['ok']} ok){suite} to {summary['path']}")
     package = shipped_kb_path().parent.resolve()
     if Path(summary["path"]).parent.resolve() in (package, package / "calibrations"):
         # What the package ships changed: so does the fit a fresh install's recommend loads.

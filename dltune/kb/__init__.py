@@ -1,7 +1,8 @@
 """The knowledge base: designed measurement suites, their records and provenance, validation.
 
 ``build_kb`` measures a suite into a resumable folder; ``export_kb`` compresses a folder into the
-package (the shipped knowledge base, ``load_shipped_records``); ``calibrate_machine`` measures
+package as ``<suite>.jsonl.gz`` (the shipped knowledge base, every shipped suite's records:
+``load_shipped_records``); ``calibrate_machine`` measures
 how fast this machine runs a few of its workloads; ``validate_kb`` scores the
 surrogates and the recommendation leave-one-workload-out.
 """
@@ -18,6 +19,7 @@ from dltune.kb._store import (
     read_jsonl,
     shipped_calibration_paths,
     shipped_kb_path,
+    shipped_kb_paths,
     shipped_provenance_path,
 )
 from dltune.kb._suite import SUITES, PlannedRun, SuiteWorkload, plan_suite, run_key
@@ -44,6 +46,7 @@ __all__ = [
     "run_key",
     "shipped_calibration_paths",
     "shipped_kb_path",
+    "shipped_kb_paths",
     "shipped_provenance_path",
     "validate_calibrations",
     "validate_kb",

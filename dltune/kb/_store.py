@@ -3,7 +3,8 @@
 Each line is a :class:`~dltune.measure.Measurement` dict plus a ``kb`` entry (the run's key,
 suite, kind and round). Appends are flushed and fsync'ed line by line, so a build killed at
 any moment leaves every finished run on disk and at most one torn last line, which readers
-skip. The shipped knowledge base is the same format, gzip-compressed, inside the package.
+skip. The shipped knowledge base is the same format, gzip-compressed, inside the package: one
+file per suite.
 """
 
 from __future__ import annotations
@@ -19,20 +20,24 @@ from dltune._validation import check_out_dir
 from dltune.measure import Measurement
 from dltune.measure._shipped import (  # re-exported: the knowledge base's readers
     SHIPPED_NAME,
+    SHIPPED_SUITES,
     load_shipped_records,
     package_kb_dir,
     read_jsonl,
     shipped_calibration_dir,
     shipped_calibration_paths,
     shipped_kb_path,
+    shipped_kb_paths,
     shipped_provenance_path,
 )
 
 __all__ = [
     "RecordStore",
     "SHIPPED_NAME",
+    "SHIPPED_SUITES",
     "read_jsonl",
     "shipped_kb_path",
+    "shipped_kb_paths",
     "shipped_provenance_path",
     "load_shipped_records",
     "export_kb",
@@ -69,18 +74,61 @@ class RecordStore:
             os.fsync(fh.fileno())
 
 
-def export_kb(source: str | Path, out: str | Path | None = None, ok_only: bool = False,
-              name: str = SHIPPED_NAME) -> dict[str, Any]:
+def export_kb(source: str | Path, out: str | Path | None = None) -> dict[str, Any]:
     """Compress a build folder's records and provenance into ``out`` (default: the package).
 
-    Writes ``<name>.jsonl.gz`` (records, in the order measured; ``name`` defaults to
-    ``reference``) and ``<name>_provenance.json``; returns a summary.
+    Writes ``<suite>.jsonl.gz`` (records, in the order measured) and ``<suite>_provenance.json``,
+    named after the folder's suite (:func:`folder_suite`), so one suite never replaces
+    another's file; returns a summary with the suite.
+
+    Raises:
+        ParameterError: a folder with no records, mixing suites, or, exported into the
+            package, of a suite the package does not ship (``SHIPPED_SUITES``).
     """
     source = Path(source)
+    suite = folder_suite(source)
+    target = check_out_dir("out", out if out is not None else package_kb_dir())
+    if suite not in SHIPPED_SUITES and target.resolve() == package_kb_dir().resolve():
+        raise ParameterError(
+            f"The 'source' folder's suite must be one of {_listed(SHIPPED_SUITES)} to ship in the "
+            f"package. Got {suite!r} instead.")
+    return {**_export(source, target, ok_only=False, name=suite), "suite": suite}
+
+
+def folder_suite(source: str | Path) -> str:
+    """The suite of a build folder's runs: its provenance's (``dltune kb build --suite``) and its
+    records' ``kb.suite``. Runs of a suite the package does not ship on its own (``many-cores``:
+    reference workloads at more threads) go with the one shipped suite among them.
+
+    Raises:
+        ParameterError: no records, or runs of two shipped suites, or of two other suites.
+    """
+    source = Path(source)
+    store = _store_of(source)
+    provenance = source / "provenance.json"
+    named = json.loads(provenance.read_text()).get("suite") if provenance.exists() else None
+    suites = {str(s) for s in [named, *((e.get("kb") or {}).get("suite") for e in store.entries())] if s}
+    shipped = suites & set(SHIPPED_SUITES)
+    one = shipped if shipped else suites
+    if len(one) != 1:
+        raise ParameterError(f"The 'source' folder must hold the runs of one suite. "
+                             f"Got {_listed(sorted(one)) or 'none'} instead.")
+    return one.pop()
+
+
+def _listed(names: Any) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _store_of(source: Path) -> RecordStore:
     store = RecordStore(source)
     if not store.path.exists():
         raise ParameterError(f"The 'source' folder {str(source)!r} holds no records.jsonl.")
-    out = check_out_dir("out", out if out is not None else package_kb_dir())
+    return store
+
+
+def _export(source: Path, out: Path, ok_only: bool, name: str) -> dict[str, Any]:
+    store = _store_of(source)
     entries = [e for e in store.entries() if not ok_only or e.get("status") == "ok"]
     target = out / f"{name}.jsonl.gz"
     # mtime=0 keeps the compressed file byte-identical for identical records.
@@ -100,5 +148,5 @@ def export_calibration(source: str | Path, out: str | Path | None = None) -> dic
     go to ``out`` (default: the package's ``kb/calibrations/``), named after the folder
     (``calibration-<machine digest>``)."""
     source = Path(source)
-    out = Path(out) if out is not None else shipped_calibration_dir()
-    return export_kb(source, out, ok_only=True, name=source.name)
+    out = check_out_dir("out", out if out is not None else shipped_calibration_dir())
+    return _export(source, out, ok_only=True, name=source.name)

@@ -367,7 +367,8 @@ def validate_kb(
             "own_runs": len(given),
             "machine": " + ".join(sorted(set(identities), key=identities.index)),
             "frameworks": sorted({d["config"]["framework"] for d in held}),
-            "model_family": workload_facts(meta, held[0]["workload"].get("model"))["model_family"],
+            **{k: v for k, v in workload_facts(meta, held[0]["workload"].get("model")).items()
+               if k in ("model_family", "modality")},
             "out_of_distribution": bool(ood),
             "nearest_distance": float(nearest[0][1]) if nearest else None,
             "ranked_own_share": share,

@@ -10,7 +10,7 @@ import numpy as np
 
 from dltune._table import format_table
 
-__all__ = ["BARS", "ValidationReport", "by_family"]
+__all__ = ["BARS", "ValidationReport", "by_family", "by_modality"]
 
 BARS = {"train_time_mape": 0.15, "accuracy_spearman_min": 0.8, "regret_points_max": 2.0}
 
@@ -25,11 +25,21 @@ def _weighted(rows: list[dict[str, Any]], key: str, weight: str) -> float | None
 def by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per model family (``dltune.models.model_family``) of the held-out workloads, the overall
     scores over its workloads alone: a family the knowledge base holds few of shows here."""
+    return _by(rows, "model_family")
+
+
+def by_modality(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per data modality (image, tabular, tokens, sequence) of the held-out workloads, as
+    :func:`by_family`."""
+    return _by(rows, "modality")
+
+
+def _by(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for family in sorted({r.get("model_family") or "unknown" for r in rows}):
-        on = [r for r in rows if (r.get("model_family") or "unknown") == family]
+    for value in sorted({r.get(key) or "unknown" for r in rows}):
+        on = [r for r in rows if (r.get(key) or "unknown") == value]
         spearmans = [r["accuracy_spearman"] for r in on if r.get("accuracy_spearman") is not None]
-        out[family] = {
+        out[value] = {
             "workloads": len(on), "n": sum(r["n"] for r in on),
             "train_time_mape_pct": _weighted(on, "train_time_mape_pct", "n"),
             "train_time_coverage_pct": _weighted(on, "train_time_coverage_pct", "n"),
@@ -44,6 +54,22 @@ def by_family(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "out_of_distribution": sum(bool(r.get("out_of_distribution")) for r in on),
         }
     return out
+
+
+def _group_table(title: str, scores_of: dict[str, dict[str, Any]]) -> str:
+    rows = [{"group": name, **scores} for name, scores in scores_of.items()]
+    return f"\n\nPer {title} of the held-out workloads\n" + format_table(rows, [
+        ("group", title, ""), ("workloads", "workloads", ""), ("n", "runs", ""),
+        ("out_of_distribution", "OOD", ""),
+        ("train_time_mape_pct", "time MAPE %", ".1f"),
+        ("train_time_coverage_pct", "time in interval %", ".0f"),
+        ("accuracy_mae_points", "acc MAE pts", ".2f"),
+        ("accuracy_coverage_pct", "acc in interval %", ".0f"),
+        ("accuracy_spearman_min", "min acc Spearman", ".2f"),
+        ("regret_points", "regret pts", ".2f"), ("regret_points_max", "max regret", ".2f"),
+        ("picked_time_ratio", "picked/best time", ".2f"),
+        ("memory_coverage_pct", "mem in interval %", ".0f"),
+    ])
 
 
 @dataclass
@@ -64,7 +90,7 @@ class ValidationReport:
         return {"workloads": self.workloads, "overall": self.overall, "objective": self.objective,
                 "n_records": self.n_records, "seconds": round(self.seconds, 1), "bars": self.bars,
                 "calibrations": self.calibrations, "own_runs": self.own_runs, "seed": self.seed,
-                "families": by_family(self.workloads)}
+                "families": by_family(self.workloads), "modalities": by_modality(self.workloads)}
 
     def table(self) -> str:
         rows = [dict(r, ood="yes" if r.get("out_of_distribution") else "") for r in self.workloads]
@@ -150,19 +176,12 @@ class ValidationReport:
                 f"was one of those {self.own_runs} on {sum(r['picked_own_run'] for r in self.workloads)} "
                 f"of {len(self.workloads)} workloads")
         text += "\n" + "; ".join(verdicts) + f"\n({self.n_records} records, objective {self.objective})"
-        families = [{"family": name, **scores} for name, scores in by_family(self.workloads).items()]
-        text += "\n\nPer model family of the held-out workloads\n" + format_table(families, [
-            ("family", "model family", ""), ("workloads", "workloads", ""), ("n", "runs", ""),
-            ("out_of_distribution", "OOD", ""),
-            ("train_time_mape_pct", "time MAPE %", ".1f"),
-            ("train_time_coverage_pct", "time in interval %", ".0f"),
-            ("accuracy_mae_points", "acc MAE pts", ".2f"),
-            ("accuracy_coverage_pct", "acc in interval %", ".0f"),
-            ("accuracy_spearman_min", "min acc Spearman", ".2f"),
-            ("regret_points", "regret pts", ".2f"), ("regret_points_max", "max regret", ".2f"),
-            ("picked_time_ratio", "picked/best time", ".2f"),
-            ("memory_coverage_pct", "mem in interval %", ".0f"),
-        ])
+        groups = [("model family", by_family(self.workloads))]
+        modalities = by_modality(self.workloads)
+        if len(modalities) > 1:  # one modality's scores are the overall scores
+            groups.append(("data modality", modalities))
+        for title, scores_of in groups:
+            text += _group_table(title, scores_of)
         if self.calibrations:
             text += ("\n\nCalibrations, leave one calibration workload out: the held-out workload's "
                      "calibration runs predicted from the knowledge base alone, and with the machine's "

@@ -1,6 +1,7 @@
 """The measurement records shipped in the package and kept in the cache: the knowledge base
-(``dltune/kb/reference.jsonl.gz``) and the calibrations (``dltune/kb/calibrations/``, and
-``<cache>/kb/calibration-*/``), as JSON lines of :class:`~dltune.measure.Measurement` dicts.
+(one file per shipped suite, ``dltune/kb/<suite>.jsonl.gz``) and the calibrations
+(``dltune/kb/calibrations/``, and ``<cache>/kb/calibration-*/``), as JSON lines of
+:class:`~dltune.measure.Measurement` dicts.
 
 Records layer: the knowledge base (``dltune.kb``) writes these files, and it and the
 surrogates' loader read them here.
@@ -16,6 +17,7 @@ from dltune.measure._record import Measurement, read_jsonl
 
 __all__ = [
     "SHIPPED_NAME",
+    "SHIPPED_SUITES",
     "calibration_records",
     "load_shipped_records",
     "package_kb_dir",
@@ -23,10 +25,14 @@ __all__ = [
     "shipped_calibration_dir",
     "shipped_calibration_paths",
     "shipped_kb_path",
+    "shipped_kb_paths",
     "shipped_provenance_path",
 ]
 
 SHIPPED_NAME = "reference"
+# The suites the package ships, each as ``<suite>.jsonl.gz``, read in this order: named, not
+# discovered, so a build folder of another suite exported into the package is refused.
+SHIPPED_SUITES = (SHIPPED_NAME, "families")
 
 
 def package_kb_dir() -> Path:
@@ -35,8 +41,15 @@ def package_kb_dir() -> Path:
 
 
 def shipped_kb_path() -> Path:
-    """The knowledge base shipped inside the package."""
+    """The reference suite's file of the shipped knowledge base (the suite the study report
+    compares with the published study)."""
     return package_kb_dir() / f"{SHIPPED_NAME}.jsonl.gz"
+
+
+def shipped_kb_paths() -> list[Path]:
+    """The files of the shipped knowledge base, one per shipped suite present, reference first."""
+    paths = [package_kb_dir() / f"{suite}.jsonl.gz" for suite in SHIPPED_SUITES]
+    return [p for p in paths if p.exists()]
 
 
 def shipped_provenance_path() -> Path:
@@ -44,11 +57,10 @@ def shipped_provenance_path() -> Path:
 
 
 def load_shipped_records(path: str | Path | None = None) -> list[Measurement]:
-    """The shipped knowledge base's records (empty when none is shipped)."""
-    path = Path(path) if path is not None else shipped_kb_path()
-    if not path.exists():
-        return []
-    return [Measurement.from_dict(e) for e in read_jsonl(path)]
+    """The records of ``path``, else of every shipped suite (:func:`shipped_kb_paths`); empty
+    when none is shipped."""
+    paths = [Path(path)] if path is not None else shipped_kb_paths()
+    return [Measurement.from_dict(e) for p in paths if p.exists() for e in read_jsonl(p)]
 
 
 def shipped_calibration_dir() -> Path:

@@ -2,7 +2,7 @@
 storage's, and this cache's ``dltune kb calibrate`` records).
 
 Fitted models are cached as ``<cache>/surrogates/<key>.npz`` where the key hashes everything
-the fit depends on (model format, the knowledge-base file, the ids of the user's stored
+the fit depends on (model format, the knowledge-base files, the ids of the user's stored
 records, extra records); a change in any of them means a new key and a refit. A fit on the
 shipped knowledge base and calibrations alone ships in the package (``kb/surrogates/``), so a
 fresh install does not fit on its first ``recommend``. Loading reads only arrays and JSON (no
@@ -24,7 +24,13 @@ from typing import Any
 from dltune._errors import ParameterError
 from dltune._log import logger
 from dltune._paths import while_unchanged
-from dltune.measure._shipped import calibration_records, load_shipped_records, shipped_kb_path
+from dltune.measure._shipped import (
+    calibration_records,
+    load_shipped_records,
+    package_kb_dir,
+    shipped_kb_path,
+    shipped_kb_paths,
+)
 from dltune.measure._storage_reader import read_storage
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
 
@@ -70,13 +76,17 @@ def _shipped_digest(path: Path) -> str:
     return while_unchanged(path, _sha256, "none")
 
 
-def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[dict[str, Any]]) -> str:
-    """What a fit depends on: the model format, the knowledge-base file, the ids of the stored
+def _fit_key(kb_files: Path | Sequence[Path], stored: Sequence[dict[str, Any]],
+             extra: Sequence[dict[str, Any]]) -> str:
+    """What a fit depends on: the model format, the knowledge-base file(s), the ids of the stored
     (and calibration) records, whether a calibration record was shipped or made here, and the
     extra records."""
+    files = [kb_files] if isinstance(kb_files, Path) else list(kb_files)
+    digests = [_shipped_digest(path) for path in files] or ["none"]
     key_parts = [
         FORMAT_VERSION,
-        _shipped_digest(kb_file),
+        # One file's key keeps its form: a second shipped suite changes it, one alone does not.
+        digests[0] if len(digests) == 1 else digests,
         sorted(str(r.get("id")) + ("@shipped" if (r.get("kb") or {}).get("shipped") else "") for r in stored),
         hashlib.sha256(json.dumps(list(extra), sort_keys=True, default=str).encode()).hexdigest(),
     ]
@@ -86,32 +96,32 @@ def _fit_key(kb_file: Path, stored: Sequence[dict[str, Any]], extra: Sequence[di
 def shipped_model_dir() -> Path:
     """The package's ``kb/surrogates/``: the surrogates fitted on the shipped knowledge base and
     the shipped calibrations, written by :func:`export_shipped_model`."""
-    return shipped_kb_path().parent / "surrogates"
+    return package_kb_dir() / "surrogates"
 
 
 def shipped_model_key() -> str:
     """The cache key of a fit on the shipped knowledge base and the shipped calibrations alone:
     what ``recommend`` fits on an install with no records of its own and no calibration in its
     cache."""
-    return _fit_key(shipped_kb_path(), calibration_records(shipped=True, cache=False), [])
+    return _fit_key(shipped_kb_paths(), calibration_records(shipped=True, cache=False), [])
 
 
 def export_shipped_model(out: str | Path | None = None) -> dict[str, Any]:
-    """Fit the surrogates on the shipped knowledge base and the shipped calibrations and write
-    them to ``out`` (default: :func:`shipped_model_dir`) as ``<key>.npz``, removing the files
-    of other keys there; returns a summary.
+    """Fit the surrogates on the shipped knowledge base (every shipped suite) and the shipped
+    calibrations and write them to ``out`` (default: :func:`shipped_model_dir`) as
+    ``<key>.npz``, removing the files of other keys there; returns a summary.
 
     A fresh install then loads them on its first ``recommend`` instead of fitting (about 16 s
     on 2 cores). ``dltune kb export`` calls this after shipping records; a change of the model
     format, the knowledge base or the shipped calibrations changes the key, and until this runs
     again the first ``recommend`` fits as before.
     """
-    kb_file = shipped_kb_path()
+    kb_files = shipped_kb_paths()
     calibrations = calibration_records(shipped=True, cache=False)
-    key = _fit_key(kb_file, calibrations, [])
-    records = _unique([r.to_dict() for r in load_shipped_records(kb_file)] + calibrations)
+    key = _fit_key(kb_files, calibrations, [])
+    records = _unique([r.to_dict() for r in load_shipped_records()] + calibrations)
     if not records:
-        raise ParameterError(f"No shipped knowledge base to fit on: {str(kb_file)!r} is missing.")
+        raise ParameterError(f"No shipped knowledge base to fit on: {str(shipped_kb_path())!r} is missing.")
     out = Path(out) if out is not None else shipped_model_dir()
     path = PerformanceModel().fit(records).save(out / f"{key}.npz")
     for old in out.glob("*.npz"):
@@ -156,13 +166,13 @@ def fitted_model(
             files) to fit on besides the knowledge base.
         storage: an Optuna storage URL whose trials' records are added; ``"default"`` means
             :func:`default_storage`; None: none.
-        kb_path: the knowledge-base file (default: the shipped one).
+        kb_path: the knowledge-base file (default: the shipped ones, every suite's).
         refit: ignore the caches and the shipped model.
         calibration: add the records ``dltune kb calibrate`` keeps in the cache (they teach
             the training-time surrogate how fast those machines run the shipped knowledge
             base's workloads); default: when fitting on the shipped knowledge base.
     """
-    kb_file = Path(kb_path) if kb_path is not None else shipped_kb_path()
+    kb_files = [Path(kb_path)] if kb_path is not None else shipped_kb_paths()
     storage = default_storage() if storage == "default" else storage
     extra = _extra_records(records)
     # The user's records are read every time (SQLite directly: milliseconds); the key hashes
@@ -170,7 +180,7 @@ def fitted_model(
     stored = load_storage_measurements(storage) if storage else []
     if calibration or (calibration is None and kb_path is None):
         stored = stored + calibration_records()
-    key = _fit_key(kb_file, stored, extra)
+    key = _fit_key(kb_files, stored, extra)
     if not refit and key in _MEMORY:
         return _MEMORY[key]
     from dltune._paths import cache_dir
@@ -184,11 +194,13 @@ def fitted_model(
         else:
             model = _load(shipped_model_dir() / f"{key}.npz")
     if model is None:
-        all_records = _unique([r.to_dict() for r in load_shipped_records(kb_file)] + extra + stored)
+        kb = [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
+        all_records = _unique(kb + extra + stored)
         if not all_records:
+            missing = str(kb_path) if kb_path is not None else str(shipped_kb_path())
             raise ParameterError(
                 "No measurements to fit the surrogates on: the knowledge base file "
-                f"{str(kb_file)!r} is missing and no records were given."
+                f"{missing!r} is missing and no records were given."
             )
         # Seconds on 2 cores with the shipped knowledge base: say why nothing seems to happen.
         why = ("asked to refit" if refit else "the records it learns from changed"

@@ -97,14 +97,14 @@ def test_torn_last_line_is_skipped(tiny_kb, tmp_path):
 
 def test_export_compresses_records_and_provenance(tiny_kb, tmp_path):
     summary = export_kb(tiny_kb, tmp_path)
-    path = tmp_path / "reference.jsonl.gz"
+    path = tmp_path / "tiny.jsonl.gz"
     with gzip.open(path, "rt") as fh:
         assert sum(1 for _ in fh) == summary["records"]
     records = load_shipped_records(path)
     assert len(records) == summary["records"] and all(r.workload["meta"] for r in records)
-    provenance = json.loads((tmp_path / "reference_provenance.json").read_text())
+    provenance = json.loads((tmp_path / "tiny_provenance.json").read_text())
     assert provenance["shipped_records"] == summary["records"]
-    assert export_kb(tiny_kb, tmp_path) == summary and (tmp_path / "reference.jsonl.gz").read_bytes() == path.read_bytes()
+    assert export_kb(tiny_kb, tmp_path) == summary and (tmp_path / "tiny.jsonl.gz").read_bytes() == path.read_bytes()
 
 
 def test_build_rejects_unknown_framework(tmp_path):

@@ -1,4 +1,5 @@
-"""The knowledge base shipped in the package: real records of the reference suite, with provenance."""
+"""The knowledge base shipped in the package: real records of each shipped suite (reference,
+families), one file per suite, with provenance."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import json
 
 import pytest
 
+import dltune.measure._shipped as shipped
 from dltune.kb import SUITES, load_shipped_records, shipped_kb_path, shipped_provenance_path
-from dltune.kb._store import read_jsonl
+from dltune.kb._store import SHIPPED_SUITES, read_jsonl, shipped_kb_paths
 
 
 def test_shipped_records_cover_the_reference_suite():
     assert shipped_kb_path().exists(), "run: dltune kb build --suite reference && dltune kb export"
-    records = load_shipped_records()
+    records = load_shipped_records(shipped_kb_path())
     ok = [r for r in records if r.ok]
     assert len(ok) >= 100
     workloads = {(r.workload["dataset"], json.dumps(r.workload["dataset_params"], sort_keys=True),
@@ -35,10 +37,45 @@ def test_shipped_provenance_says_how_where_and_when():
     fingerprints = {m["fingerprint"] for m in provenance["machines"]}
     assert all(s["machine"] in fingerprints for s in provenance["sessions"])
     assert provenance["measured_from"] < provenance["measured_to"]
-    assert provenance["shipped_records"] == len(load_shipped_records())
+    assert provenance["shipped_records"] == len(load_shipped_records(shipped_kb_path()))
     assert "load_1m" in provenance["notes"]
     # Each run says how loaded the machine was when it started (the noise its time carries).
     assert all(e["kb"]["load_1m"] >= 0 for e in read_jsonl(shipped_kb_path()))
+
+
+def test_each_shipped_file_holds_its_suites_runs_alone():
+    """``kb export`` names the file after its build folder's suite: every shipped file's runs
+    and provenance are of that suite, on its workloads."""
+    paths = shipped_kb_paths()
+    assert paths[0] == shipped_kb_path() and [p.name for p in paths] == [
+        f"{s}.jsonl.gz" for s in SHIPPED_SUITES if (shipped_kb_path().parent / f"{s}.jsonl.gz").exists()]
+    for path in paths:
+        suite = path.name.removesuffix(".jsonl.gz")
+        entries = list(read_jsonl(path))
+        assert {e["kb"]["suite"] for e in entries} == {suite}
+        assert {e["kb"]["suite_workload"] for e in entries} <= {w.name for w in SUITES[suite]}
+        provenance = json.loads(path.with_name(f"{suite}_provenance.json").read_text())
+        assert provenance["suite"] == suite and provenance["shipped_records"] == len(entries)
+
+
+def test_the_shipped_records_are_every_shipped_suites_reference_first(tmp_path, monkeypatch):
+    import gzip
+
+    def write(suite, ids):
+        with gzip.open(tmp_path / f"{suite}.jsonl.gz", "wt") as fh:
+            for i in ids:
+                fh.write(json.dumps({"id": i, "status": "ok", "workload": {}, "config": {"framework": "numpy"},
+                                     "hardware": {}, "kb": {"suite": suite}}) + "\n")
+
+    monkeypatch.setattr(shipped, "package_kb_dir", lambda: tmp_path)
+    assert load_shipped_records() == [] and shipped_kb_paths() == []
+    write("families", ["f1", "f2"])
+    assert [r.id for r in load_shipped_records()] == ["f1", "f2"]
+    write("reference", ["r1"])
+    write("tiny", ["t1"])  # not a shipped suite: not read
+    assert shipped_kb_paths() == [tmp_path / "reference.jsonl.gz", tmp_path / "families.jsonl.gz"]
+    assert [r.id for r in load_shipped_records()] == ["r1", "f1", "f2"]
+    assert [r.id for r in load_shipped_records(shipped_kb_path())] == ["r1"]
 
 
 def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines_or_days():

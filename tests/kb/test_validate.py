@@ -86,6 +86,8 @@ def test_leave_one_workload_out_structure(tiny_kb, plain_report):
                 "regret_points_max", "accuracy_spearman_min"):
         assert family[key] == (None if o[key] is None else pytest.approx(o[key])), key
     assert "Per model family of the held-out workloads" in text
+    # One data modality (images): its scores would be the overall ones again, so no table.
+    assert list(report.to_dict()["modalities"]) == ["image"] and "Per data modality" not in text
     assert (f"within 2.0 of it / time over the best run's in the median: numpy "
             f"{o['presets']['numpy']['regret_points']:.2f} / {o['presets']['numpy']['within_bar']} of") in text
     json.dumps(report.to_dict())
@@ -320,6 +322,19 @@ def test_scores_per_model_family_are_over_its_workloads_runs():
     assert rnn["train_time_mape_pct"] == pytest.approx(15.0)  # over its 40 runs, as the overall MAPE
     assert (rnn["regret_points"], rnn["regret_points_max"]) == (2.0, 3.0)
     assert rnn["memory_coverage_pct"] is None and families["mlp"]["regret_points"] == 0.0
+
+
+def test_a_knowledge_base_of_several_modalities_is_scored_per_modality(plain_report):
+    import dataclasses
+
+    rows = [dict(r, modality="tabular" if i == 0 else r["modality"]) for i, r in enumerate(plain_report.workloads)]
+    report = dataclasses.replace(plain_report, workloads=rows)
+    modalities = report.to_dict()["modalities"]
+    assert list(modalities) == ["image", "tabular"]
+    assert (modalities["tabular"]["workloads"], modalities["tabular"]["n"]) == (1, rows[0]["n"])
+    assert modalities["image"]["workloads"] == len(rows) - 1
+    table = report.table().split("Per data modality of the held-out workloads\n")[1]
+    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["image", "tabular"]
 
 
 def test_noise_floor_from_repeats():
