@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 EXAMPLES = """examples:
   dltune recommend --workload digits
@@ -106,7 +107,8 @@ def _verify(args: argparse.Namespace, workload, rec) -> dict:
                         ("peak_rss_mb", "peak_rss_mb")):
         point, low, high = rec.predicted[key]
         measured = record.metrics.get(metric)
-        out[key] = {"predicted": point, "low": low, "high": high, "measured": measured,
+        out[key] = {"predicted": point, "low": low, "high": high if math.isfinite(high) else None,
+                    "measured": measured,
                     "inside": measured is not None and low <= measured <= high}
     return out
 

@@ -43,17 +43,23 @@ def retired_frameworks(frameworks: Sequence[str]) -> list[str]:
     return [f for f in frameworks if is_retired(f)]
 
 
-def candidate_threads(usable_cores: int) -> list[ThreadConfig]:
+def candidate_threads(usable_cores: int, most: int | None = None) -> list[ThreadConfig]:
     """The thread settings candidates try: the machine's :func:`~dltune.config.thread_grid`
-    (1, 2, 4, ... and every usable core), the counts a calibration measures."""
-    return [_threads(n, usable_cores) for n in thread_grid(usable_cores)]
+    (1, 2, 4, ... and every usable core), the counts a calibration measures; with ``most``, those
+    up to it and ``most`` itself (pinned to that many cores): no count beyond what was measured
+    (``PerformanceModel.threads_evidence``)."""
+    if most is None or most >= usable_cores:
+        return [_threads(n, usable_cores) for n in thread_grid(usable_cores)]
+    return [_threads(n, usable_cores) for n in thread_grid(most)]
 
 
 def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str], usable_cores: int,
-                        policy: RecommendPolicy = DEFAULT_POLICY) -> tuple[list[TrainConfig], list[int]]:
+                        policy: RecommendPolicy = DEFAULT_POLICY,
+                        most_threads: int | None = None) -> tuple[list[TrainConfig], list[int]]:
     """Configurations measured on the workload (``PerformanceModel.measured_runs``) as
-    candidates: each of the requested frameworks' CPU ones once per thread setting; and which
-    measured configuration each candidate is."""
+    candidates: each of the requested frameworks' CPU ones once per thread setting (up to
+    ``most_threads``: :func:`candidate_threads`); and which measured configuration each
+    candidate is."""
     configs, which = [], []
     for i, m in enumerate(measured):
         config = dict(m["config"])
@@ -61,7 +67,7 @@ def measured_candidates(measured: list[dict[str, Any]], frameworks: list[str], u
             continue
         # Fields this TrainConfig knows (a record of another dltune version may hold others).
         base = TrainConfig.from_dict({k: v for k, v in config.items() if k in _FIELDS})
-        for threads in candidate_threads(usable_cores):
+        for threads in candidate_threads(usable_cores, most_threads):
             configs.append(base.replace(threads=threads))
             which.append(i)
     return configs, which
@@ -75,17 +81,19 @@ def candidate_configs(
     seed: int = 0,
     *,
     policy: RecommendPolicy = DEFAULT_POLICY,
+    most_threads: int | None = None,
 ) -> list[TrainConfig]:
     """A grid over optimizer x batch size x epochs x threads, times a few learning rates, plus presets.
 
     The grid is deterministic so that repeated calls recommend the same thing; learning rates are
     spread over each optimizer's log range by a seeded low-discrepancy sequence. Its batch sizes,
-    epoch counts, thread counts and size are ``policy``'s (:class:`RecommendPolicy`).
+    epoch counts, thread counts and size are ``policy``'s (:class:`RecommendPolicy`); its
+    threads (and the presets') at most ``most_threads`` (:func:`candidate_threads`).
     """
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
     epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, policy.candidate_epochs).round().astype(int).tolist()})
-    threads = candidate_threads(usable_cores)
+    threads = candidate_threads(usable_cores, most_threads)
     batches = policy.candidate_batches
     per_cell = max(1, policy.grid_per_framework // (len(OPTIMIZERS) * len(batches) * len(epochs) * len(threads)))
     configs: list[TrainConfig] = []
@@ -103,18 +111,18 @@ def candidate_configs(
                                 momentum=0.9, batch_size=batch, epochs=int(n_epochs),
                                 threads=thread_config,
                             ))
-        configs.extend(_presets(framework, dataset_kind, high_e, usable_cores))
+        configs.extend(_presets(framework, dataset_kind, high_e, threads[-1]))
     return configs
 
 
-def _presets(framework: str, dataset_kind: str, max_epochs: int, usable_cores: int) -> list[TrainConfig]:
+def _presets(framework: str, dataset_kind: str, max_epochs: int, threads: ThreadConfig) -> list[TrainConfig]:
     from dltune.config import available_presets
 
     out = []
     for name in available_presets(dataset_kind):
         config = TrainConfig.preset(name, dataset_kind, framework=framework)
         out.append(config.replace(epochs=min(config.epochs, max_epochs), early_stopping_patience=None,
-                                  threads=ThreadConfig.uniform(usable_cores)))
+                                  threads=threads))
     return out
 
 

@@ -15,7 +15,7 @@ from dltune.recommend._format import framework_label
 from dltune.recommend._pipeline import Measured, ScoredCandidates
 from dltune.recommend._result import Candidate
 
-__all__ = ["explain"]
+__all__ = ["explain", "threads_note"]
 
 
 def explain(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], scored: ScoredCandidates,
@@ -88,7 +88,37 @@ def explain(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
                        f"{_for_framework(info['ratio'], chosen.config.framework)}: its speed varies from day to day, so training "
                        f"times are scaled {factor:.2g}x and their interval reaches both speeds "
                        f"(`dltune kb calibrate` measures this machine's speed now).")
+    note = threads_note(perf, hardware, threads, chosen.config.framework)
+    if note:
+        evidence = perf.threads_evidence(hardware)
+        reason += f" Threads: {note}" + (
+            "; `python scripts/kb_many_cores.py` measures a knowledge-base slice there." if not evidence["runs"]
+            else ": training times there are scaled by what those runs gained."
+            if threads and threads > evidence["measured"] else ".")
     return reason
+
+
+def threads_note(perf: Any, hardware: dict[str, Any], threads: int | None, framework: str) -> str | None:
+    """One line (of at most about 110 characters) on what the pick's ``threads`` on ``hardware``
+    rest on, where it has more usable cores than the reference machine's runs used: the runs with
+    more threads measured on its machine (``PerformanceModel.threads_evidence``), or that there
+    are none and how to measure them. None where every usable core count was measured."""
+    evidence = perf.threads_evidence(hardware)
+    top, usable = evidence["measured"], hardware.get("usable_cores") or hardware.get("logical_cores")
+    if usable is None or usable <= top:
+        return None
+    runs = evidence["runs"]
+    if not runs:
+        how = "were never measured on such a machine (`dltune kb calibrate` there measures them)"
+        if threads is not None and threads > top:
+            return f"{threads} threads extrapolated: more than {top} {how}"
+        return f"at most {top} of {usable} cores: more {how}"
+    mine = sum(evidence["frameworks"].get(framework, {}).values())
+    at = ", ".join(f"{k} at {n}" for n, k in runs.items())
+    measured = f"{sum(runs.values())} runs of {evidence['machine']} with more than {top} ({at}; {mine} {framework})"
+    if threads is not None and threads > top:
+        return f"{threads} threads, from {measured}"
+    return f"{threads or 'default'} threads: by {measured}, more do not pay"
 
 
 def _choice(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], scored: ScoredCandidates,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from dltune.backends._registry import framework_label, is_retired
 from dltune.config import TrainConfig
 from dltune.recommend._candidates import describe
+from dltune.recommend._result import is_memory_unmeasured
 
 if TYPE_CHECKING:
     from dltune.recommend._result import Candidate, Recommendation
@@ -49,7 +50,21 @@ def _seconds(interval: tuple[float, float, float]) -> str:
 
 def _mb(interval: tuple[float, float, float]) -> str:
     point, low, high = interval
+    if is_memory_unmeasured(interval):
+        return f"at least {low:.0f} MB"
     return f"{point:.0f} MB [{low:.0f}, {high:.0f}]"
+
+
+def memory_note(rec: Recommendation) -> str | None:
+    """What the memory of the shown frameworks seldom measured in a fresh process
+    (:attr:`Recommendation.memory_unmeasured`; shown as at least what their process held)
+    means, with a memory limit; else None."""
+    names = rec.memory_unmeasured
+    if not names:
+        return None
+    limit = rec.constraints.get("max_memory_mb")
+    return (f"memory of {', '.join(map(framework_label, names))} seldom measured in a fresh process: "
+            "no upper bound" + (f", so max_memory_mb {limit:g} may not hold" if limit is not None else ""))
 
 
 def _outcome(c: Candidate, interval: bool = True) -> str:
@@ -105,8 +120,12 @@ def summary(rec: Recommendation, more: str | None = None) -> str:
         tail.append(_joined("  own default presets: ", [_default_text(d) for d in rec.defaults], more))
     if rec.retired is not None:
         tail.append(_config_line("  for comparison: ", rec.retired))
+    if memory_note(rec):
+        tail.append(f"  note: {memory_note(rec)}")
     if rec.caveat:
         tail.append(f"  note: {rec.caveat}")
+    if rec.threads_note:
+        tail.append(f"  threads: {rec.threads_note}")
     tail.append(f"  {storage_text(rec)}")
     room = MAX_LINES - len(lines) - len(tail)
     alternatives = [_config_line("  or ", a) for a in rec.alternatives]
@@ -143,6 +162,10 @@ def details(rec: Recommendation) -> str:
         lines.append("  out of distribution: " + "; ".join(rec.ood_reasons))
     if rec.interval_notes:
         lines.append("  " + "; ".join(rec.interval_notes))
+    if rec.threads_note:
+        lines.append(f"  threads: {rec.threads_note}")
+    if memory_note(rec):
+        lines.append(f"  {memory_note(rec)}")
     for alt in rec.alternatives:
         lines.append(f"  alternative {framework_label(alt.config.framework)}: {config_text(alt.config)} "
                      f"-> {alt.outcome()}")

@@ -27,7 +27,7 @@ from dltune.recommend._candidates import (
     measured_candidates,
     retired_frameworks,
 )
-from dltune.recommend._explain import explain
+from dltune.recommend._explain import explain, threads_note
 from dltune.recommend._pipeline import Measured, ScoredCandidates, score_candidates
 from dltune.recommend._policy import RecommendPolicy, check_policy
 from dltune.recommend._result import Candidate, Recommendation
@@ -199,12 +199,14 @@ def recommend(
     if memo_key in _predictions and _predictions[memo_key].perf is perf:
         _, configs, scored, defaults_at = _predictions[memo_key]
     else:
+        # No more threads than runs on a machine like this one measured (threads_note says so).
+        most = perf.threads_evidence(hw_dict)["most"]
         configs = candidate_configs(scored_frameworks, hw.usable_cores, (int(low_e), int(high_e)),
-                                    dataset_kind=kind, policy=policy)
+                                    dataset_kind=kind, policy=policy, most_threads=most)
         # The configurations measured on this workload (a `tune`'s or `bench`'s runs, or the
         # knowledge base's) are candidates too, with the accuracy they measured.
         runs, noise = perf.measured_runs(fingerprint, spec.name)
-        extra, which = measured_candidates(runs, scored_frameworks, hw.usable_cores, policy)
+        extra, which = measured_candidates(runs, scored_frameworks, hw.usable_cores, policy, most)
         measured = Measured.of(perf, np.arange(len(configs), len(configs) + len(extra)),
                                [runs[i] for i in which], noise,
                                perf.has_own_seed_noise(fingerprint, spec.name)) if extra else None
@@ -272,6 +274,7 @@ def recommend(
         measured_runs=chosen.measured_runs, defaults=defaults, frameworks=list(frameworks),
         retired=best_retired, storage=mask_url(storage) if storage else None,
         caveat=_caveat(perf, hw_dict, reasons, meta) if ood else None,
+        threads_note=threads_note(perf, hw_dict, threads, chosen.config.framework),
     )
 
 

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from dltune._interval import Interval
 from dltune.config import TrainConfig
 
-__all__ = ["Candidate", "Recommendation"]
+__all__ = ["Candidate", "Recommendation", "is_memory_unmeasured", "memory_json"]
+
+
+def is_memory_unmeasured(peak_rss_mb: tuple[float, float, float]) -> bool:
+    """Whether a peak-memory interval has no high end: its framework's memory (training that
+    model) was seldom measured in a fresh process
+    (:meth:`~dltune.surrogate.PerformanceModel.memory_grounded`); its point and low end are
+    the least its process was measured to hold."""
+    return not math.isfinite(peak_rss_mb[2])
+
+
+def memory_json(peak_rss_mb: tuple[float, float, float]) -> list[float | None]:
+    """A peak-memory interval for JSON: a high end that is not known is null."""
+    point, low, high = peak_rss_mb
+    return [point, low, high if math.isfinite(high) else None]
 
 
 @dataclass
@@ -52,7 +67,7 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "accuracy": list(self.accuracy),
-                "train_time_s": list(self.train_time_s), "peak_rss_mb": list(self.peak_rss_mb),
+                "train_time_s": list(self.train_time_s), "peak_rss_mb": memory_json(self.peak_rss_mb),
                 "ranked_accuracy": self.ranked_accuracy, "measured_runs": self.measured_runs}
 
 
@@ -75,7 +90,9 @@ class Recommendation:
     the best configuration of a retired framework (MXNet, Theano) where those were scored for
     comparison only, never picked (else None). ``storage`` is the storage whose records were
     added (its URL, password masked; None: none was read); ``caveat`` one calm line on what the
-    figures rest on where that matters (out of distribution), else None.
+    figures rest on where that matters (out of distribution), else None. A ``peak_rss_mb``
+    without a high end (infinite; null in JSON) was seldom measured in a fresh process
+    (:func:`is_memory_unmeasured`; those frameworks: :attr:`memory_unmeasured`).
 
     ``str()`` is the short summary (:meth:`summary`), :meth:`details` everything.
     """
@@ -103,9 +120,18 @@ class Recommendation:
     retired: Candidate | None = None
     storage: str | None = None
     caveat: str | None = None
+    threads_note: str | None = None
 
     def __post_init__(self) -> None:
         self.predicted = {k: Interval(*v) for k, v in self.predicted.items()}
+
+    @property
+    def memory_unmeasured(self) -> list[str]:
+        """The frameworks of the pick and the alternatives whose memory was seldom measured
+        in a fresh process (:func:`is_memory_unmeasured`)."""
+        shown = [(self.framework, self.predicted["peak_rss_mb"])] + [
+            (c.config.framework, c.peak_rss_mb) for c in self.alternatives]
+        return list(dict.fromkeys(fw for fw, mb in shown if is_memory_unmeasured(mb)))
 
     @property
     def configs(self) -> list[TrainConfig]:
@@ -116,7 +142,9 @@ class Recommendation:
         return {
             "workload": self.workload, "model": self.model, "framework": self.framework,
             "config": self.config.to_dict(),
-            "predicted": {k: list(v) for k, v in self.predicted.items()},
+            "predicted": {k: memory_json(v) if k == "peak_rss_mb" else list(v)
+                          for k, v in self.predicted.items()},
+            "memory_unmeasured": self.memory_unmeasured,
             "objective": self.objective, "constraints": self.constraints,
             "alternatives": [c.to_dict() for c in self.alternatives],
             "reason": self.reason, "out_of_distribution": self.out_of_distribution,
@@ -128,7 +156,7 @@ class Recommendation:
             "defaults": [c.to_dict() for c in self.defaults],
             "frameworks": self.frameworks,
             "retired": self.retired.to_dict() if self.retired is not None else None,
-            "storage": self.storage, "caveat": self.caveat,
+            "storage": self.storage, "caveat": self.caveat, "threads_note": self.threads_note,
         }
 
     def summary(self, more: str | None = "details()") -> str:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dltune.surrogate._features import ran_in_new_process, record_row
-from dltune.surrogate._machines import _factors, machine_factor
+from dltune.surrogate._machines import _factors, machine_factor, thread_delta
+from dltune.surrogate._records import intra_threads
 from dltune.surrogate._train_time import KINDS, kind_shares
 
 if TYPE_CHECKING:
@@ -66,27 +67,35 @@ def fit_kind_multipliers(shares: np.ndarray, y: np.ndarray, prior: float = _KIND
     return fit.x
 
 
-def _thread_deltas(log_ratio: np.ndarray, beyond: np.ndarray, entry: dict[str, float],
-                   frameworks: np.ndarray, models: np.ndarray, threads: np.ndarray,
-                   top: int) -> dict[str, float]:
-    """:func:`thread_delta`'s entries from a machine's rows ``beyond`` the reference machine's
-    ``top`` threads: per framework (and over all, ``"*@<n>"``) and thread count with
-    :data:`MIN_MACHINE_THREADS_RECORDS` rows, the median of their log ratio less the factor
-    ``entry`` gives them at ``top`` threads; with ``"@"`` = ``top`` when there are any."""
-    out: dict[str, float] = {}
-    if not beyond.any():
-        return out
-    less = np.array([machine_factor(entry, str(fw), str(model)) for fw, model
-                     in zip(frameworks, models, strict=True)])
+def _thread_groups(beyond: np.ndarray, frameworks: np.ndarray, threads: np.ndarray) -> dict[str, np.ndarray]:
+    """A machine's rows ``beyond`` the reference machine's threads by thread count, over all its
+    frameworks (``"*@<n>"``) and per framework (``"<framework>@<n>"``), those with
+    :data:`MIN_MACHINE_THREADS_RECORDS` rows or more."""
+    out = {}
     for n in sorted(set(threads[beyond].tolist())):
         at = beyond & (threads == n)
-        if at.sum() >= MIN_MACHINE_THREADS_RECORDS:
-            out[f"*@{n}"] = float(np.median(log_ratio[at] - less[at]))
-        for fw in sorted(set(frameworks[at])):
-            sel = at & (frameworks == fw)
+        for key, sel in [(f"*@{n}", at)] + [(f"{fw}@{n}", at & (frameworks == fw)) for fw in sorted(set(frameworks[at]))]:
             if sel.sum() >= MIN_MACHINE_THREADS_RECORDS:
-                out[f"{fw}@{n}"] = float(np.median(log_ratio[sel] - less[sel]))
-    return out | {"@": float(top)} if out else out
+                out[key] = sel
+    return out
+
+
+def _thread_counts(beyond: np.ndarray, frameworks: np.ndarray, threads: np.ndarray) -> dict[str, float]:
+    """How many of a machine's rows ran at each thread count beyond the reference machine's
+    (``"#*@<n>"``, ``"#<framework>@<n>"``; :func:`_thread_groups`): the measurements recommend
+    names when it proposes that many threads (``MachinesMixin.threads_evidence``)."""
+    return {f"#{key}": float(sel.sum()) for key, sel in _thread_groups(beyond, frameworks, threads).items()}
+
+
+def _thread_deltas(excess: np.ndarray, beyond: np.ndarray, frameworks: np.ndarray, threads: np.ndarray,
+                   top: int) -> dict[str, float]:
+    """:func:`thread_delta`'s entries from a machine's rows ``beyond`` the reference machine's
+    ``top`` threads, given each row's ``excess`` (log: its time over what the machine's factor
+    gives it at ``top`` threads): per thread count over all frameworks (``"*@<n>"``) and per
+    framework (:func:`_thread_groups`), the median excess; with ``"@"`` = ``top`` and the rows'
+    counts (:func:`_thread_counts`) when there are any."""
+    out = {key: float(np.median(excess[sel])) for key, sel in _thread_groups(beyond, frameworks, threads).items()}
+    return out | _thread_counts(beyond, frameworks, threads) | {"@": float(top)} if out else out
 
 
 def _median_factors(log_ratio: np.ndarray, on: np.ndarray, frameworks: np.ndarray,
@@ -99,6 +108,11 @@ def _median_factors(log_ratio: np.ndarray, on: np.ndarray, frameworks: np.ndarra
         if sel.sum() >= min_framework:
             entry[str(fw)] = float(np.median(log_ratio[sel]))
     return entry
+
+
+def _factor_at(entry: dict[str, float], frameworks: np.ndarray, models: np.ndarray) -> np.ndarray:
+    """Per row, the log factor ``entry`` gives its framework and model, without a thread delta."""
+    return np.array([machine_factor(entry, str(fw), str(model)) for fw, model in zip(frameworks, models, strict=True)])
 
 
 def _outside(est, X: np.ndarray, y: np.ndarray, factor: np.ndarray) -> float:
@@ -200,11 +214,12 @@ class CalibrationMixin:
             if not on.any():
                 continue
             beyond = on & (threads_a > top)
-            if (on & ~beyond).any():
-                on = on & ~beyond
-            else:  # only runs beyond: one factor, as before there were thread factors
-                beyond = np.zeros_like(on)
-            entry = _median_factors(log_ratio, on, frameworks_a, min_framework)
+            only_beyond = not (on & ~beyond).any()
+            if only_beyond:  # one factor, as before there were thread factors; their counts kept
+                counts, beyond = _thread_counts(beyond, frameworks_a, threads_a), np.zeros_like(on)
+            else:
+                counts, on = {}, on & ~beyond
+            entry = _median_factors(log_ratio, on, frameworks_a, min_framework) | counts
             for fw in sorted(set(frameworks_a[on])):
                 sel = on & (frameworks_a == fw)
                 for model in sorted(set(models_a[sel])):
@@ -227,7 +242,8 @@ class CalibrationMixin:
                         held = on & (groups_a == g) & (frameworks_a == fw)
                         strays.append(abs(float(np.median(log_ratio[held])) - machine_factor(rest, str(fw), None)))
                 entry["~"] = float(np.quantile(strays, transfer))
-            entry |= _thread_deltas(log_ratio, beyond, entry, frameworks_a, models_a, threads_a, top)
+            entry |= _thread_deltas(log_ratio - _factor_at(entry, frameworks_a, models_a), beyond,
+                                    frameworks_a, threads_a, top)
             out[m] = entry
         return out
 
@@ -279,35 +295,63 @@ class CalibrationMixin:
         shares = kind_shares(self.train_time_.term_seconds(X_p))
         m_p = np.array([machines[probes[k]] for k in parent])
         f_p = np.array([frameworks[probes[k]] for k in parent])
+        top, t_p = self._probe_threads(data, machines, probes, parent)
         for m in sorted(str(k) for k in set(m_p)):
             entry, misses = {}, []
+            excess = np.full(len(y_p), np.nan)  # the runs beyond top threads: over their kinds' fit
             for fw in sorted(str(f) for f in set(f_p[m_p == m])):
                 on = np.flatnonzero((m_p == m) & (f_p == fw) & (y_p > 0) & (shares.sum(axis=1) > 0))
                 whole = on[on < len(probes)]  # the runs as measured (what a user runs)
                 if len(whole) < MIN_PROBES:
                     continue
-                mult = fit_kind_multipliers(shares[on], y_p[on])
+                # Fitted on the probes within the reference machine's threads: the cost model
+                # extrapolates beyond, and what more threads gain is a delta of its own.
+                within = on[t_p[on] <= top]
+                within = within if (within < len(probes)).sum() >= MIN_PROBES else on
+                mult = fit_kind_multipliers(shares[within], y_p[within])
                 entry |= {f"{fw}:{k}": float(np.log(v)) for k, v in zip(KINDS, mult, strict=True)}
-                entry[fw] = float(np.median(np.log(y_p[whole] / shares[whole].sum(axis=1))))
-                for k in whole:  # each run predicted by a fit without it (both its sizes)
-                    rest = on[parent[on] != parent[k]]
+                whole_in = within[within < len(probes)]
+                entry[fw] = float(np.median(np.log(y_p[whole_in] / shares[whole_in].sum(axis=1))))
+                for k in whole_in:  # each run predicted by a fit without it (both its sizes)
+                    rest = within[parent[within] != parent[k]]
                     misses.append(abs(float(np.log(y_p[k] / (shares[k] @ fit_kind_multipliers(
                         shares[rest], y_p[rest]))))))
+                beyond = np.setdiff1d(whole, whole_in)
+                excess[beyond] = np.log(y_p[beyond] / (shares[beyond] @ mult))
             if misses:
+                deltas = _thread_deltas(np.nan_to_num(excess), np.isfinite(excess), f_p, t_p, top)
+                misses += [abs(float(excess[k]) - thread_delta(deltas, str(f_p[k]), int(t_p[k])))
+                           for k in np.flatnonzero(np.isfinite(excess))]
                 speed = self.machine_speed_.setdefault(m, {})
                 speed |= entry | {"*": float(np.median([v for k, v in entry.items() if ":" not in k])),
-                                  "~": float(np.quantile(misses, self.coverage))}
+                                  "~": float(np.quantile(misses, self.coverage))} | deltas
 
-    def _kind_factors(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str]) -> np.ndarray:
+    def _probe_threads(self, data: Sequence[dict[str, Any]] | None, machines: Sequence[str],
+                       probes: list[int], parent: np.ndarray) -> tuple[int, np.ndarray]:
+        """The most intra-op threads the reference machine's runs used, and each probe row's
+        (0 for all without the records)."""
+        if data is None:
+            return 0, np.zeros(len(parent), dtype=int)
+        top = max((intra_threads(d["config"], d.get("hardware") or {}) or 0
+                   for d, m in zip(data, machines, strict=True) if m == self.reference_machine_), default=0)
+        return top, np.array([intra_threads(data[probes[k]]["config"], data[probes[k]].get("hardware") or {}) or 0
+                              for k in parent], dtype=int)
+
+    def _kind_factors(self, X: np.ndarray, machines: Sequence[str], frameworks: Sequence[str],
+                      threads: Sequence[int | None] | None = None) -> np.ndarray:
         """Per row, how much longer its machine runs it than the reference machine by the
-        multipliers of :meth:`_fit_machine_kinds` (NaN where its machine and framework have none)."""
+        multipliers of :meth:`_fit_machine_kinds`, at its intra-op ``threads`` with what its
+        probes with that many gained (:func:`thread_delta`) (NaN where its machine and framework
+        have none)."""
         out = np.full(len(X), np.nan)
         rows = [i for i, (m, fw) in enumerate(zip(machines, frameworks, strict=True))
                 if f"{fw}:{KINDS[0]}" in self.machine_speed_.get(m, {})]
         if rows:
             shares = kind_shares(self.train_time_.term_seconds(X[rows]))
             mult = np.exp([[self.machine_speed_[machines[i]][f"{frameworks[i]}:{k}"] for k in KINDS] for i in rows])
-            out[rows] = (shares * mult).sum(axis=1) / np.maximum(shares.sum(axis=1), 1e-12)
+            gain = np.exp([thread_delta(self.machine_speed_[machines[i]], frameworks[i],
+                                        None if threads is None else threads[i]) for i in rows])
+            out[rows] = gain * (shares * mult).sum(axis=1) / np.maximum(shares.sum(axis=1), 1e-12)
         return out
 
     def _fit_machine_time(self, X: np.ndarray, y: np.ndarray, groups: list[str], machines: list[str],
@@ -431,7 +475,8 @@ class CalibrationMixin:
             own = np.array([machine_factor(entry, str(fw), None) for fw in frameworks_a[on]])
             entry["~"] = float(np.quantile(np.abs(log_ratio[on] - own), self.coverage))
             if from_here:
-                entry |= _thread_deltas(log_ratio, beyond, entry, frameworks_a, models_a, threads_a, top)
+                entry |= _thread_deltas(log_ratio - _factor_at(entry, frameworks_a, models_a), beyond,
+                                        frameworks_a, threads_a, top)
             dates = [str(data[now[k]].get("started_at") or "") for k in np.flatnonzero(on)]
             info = {"runs": int(on.sum()), "measured_to": max(dates)[:10] or None, "here": from_here}
             if not from_here:

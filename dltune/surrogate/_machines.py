@@ -114,7 +114,7 @@ class MachinesMixin:
             factor = _factors(self.machine_speed_, machines, frameworks, models, threads)
             # A machine described by its throughput per layer kind (a quick calibration): the
             # factor of each row's own mix of work.
-            kinds = self._kind_factors(X, machines, frameworks)
+            kinds = self._kind_factors(X, machines, frameworks, threads)
             factor = np.where(np.isnan(kinds), factor, kinds)
             for t in times:
                 t *= factor
@@ -131,6 +131,34 @@ class MachinesMixin:
                 # The point only, or the point and both ends of the interval.
                 for t, own_t in zip(times, est.predict_interval(X[own]), strict=False):
                     t[own] = own_t
+
+    def threads_evidence(self, hardware: dict[str, Any]) -> dict[str, Any]:
+        """The runs that support proposing more intra-op threads on ``hardware`` than the
+        reference machine's runs used: its machine's runs with more (a calibration on its cores,
+        or a knowledge-base slice from ``scripts/kb_many_cores.py``), counted by the fit
+        (``"#*@<n>"``, ``"#<framework>@<n>"`` in its factors).
+
+        Returns ``measured``, the most threads the reference machine's runs used; ``most``, the
+        most a candidate may use there (``measured``, or the most its machine's runs used);
+        ``machine`` (its hardware target, None without such runs); ``runs``, per thread count
+        beyond, how many; ``frameworks``, per framework the same."""
+        self._check_fitted()
+        measured = int(self.threads_measured_.get(self.reference_machine_, self.threads_measured_.get("*", 1)))
+        m = self.machine_of(hardware)
+        runs: dict[int, int] = {}
+        per_framework: dict[str, dict[int, int]] = {}
+        for entry in (self.machine_speed_.get(m, {}), self.machine_now_.get(m, {})):
+            for key, value in entry.items():
+                if key.startswith("#") and "@" in key:
+                    fw, n = key[1:].rsplit("@", 1)
+                    counts = runs if fw == "*" else per_framework.setdefault(fw, {})
+                    counts[int(n)] = max(counts.get(int(n), 0), int(value))
+        targets = sorted((h.get("usable_cores") or 0, str(h.get("target"))) for h in self.hardware_
+                         if machine_key(h) == m)
+        return {"measured": measured, "most": max([measured, *runs]),
+                "machine": targets[-1][1] if runs and targets else None,
+                "runs": dict(sorted(runs.items())),
+                "frameworks": {fw: dict(sorted(c.items())) for fw, c in sorted(per_framework.items())}}
 
     def machines_alike(self, hardware: dict[str, Any]) -> list[str]:
         """The measured machines ``hardware`` may be where its :func:`machine_key` was never

@@ -3,15 +3,19 @@ and the interval."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dltune._errors import ParameterError
 from dltune.surrogate._additive import _crossed, _nnls
+from dltune.surrogate._features import ran_in_new_process
 from dltune.surrogate._quantile import QuantileGBM
 
-__all__ = ["SIZE_INPUTS", "SIZE_TERMS", "MemoryModel", "held_data_mb", "size_terms"]
+__all__ = ["MIN_GROUNDED_MODEL_RUNS", "MIN_GROUNDED_RUNS", "SIZE_INPUTS", "SIZE_TERMS", "MemoryModel",
+           "held_data_mb", "process_floor", "size_terms", "ungrounded_memory"]
 
 # What ``MemoryModel.size_columns`` must point at, in this order.
 SIZE_INPUTS = ("log_n_train", "log_n_test", "log_input_size", "log_param_count", "log2_batch",
@@ -19,6 +23,11 @@ SIZE_INPUTS = ("log_n_train", "log_n_test", "log_input_size", "log_param_count",
 # The fitted memory terms, in MB per unit (float32 values); each gets a non-negative coefficient
 # per group. The data set's own term is known, not fitted (held_data_mb).
 SIZE_TERMS = ("process", "parameters", "batch_activations")
+# Runs of a framework among the memory model's rows before its memory is predicted: fewer leave
+# its size coefficients (and its machines' factors) to a handful of runs.
+MIN_GROUNDED_RUNS = 10
+# ... and of a model it trained in the knowledge base: one workload's (``kb build --fresh 3``).
+MIN_GROUNDED_MODEL_RUNS = 3
 
 
 def _data_mb(X: np.ndarray, size_columns: tuple[int, ...]) -> np.ndarray:
@@ -55,6 +64,43 @@ def held_data_mb(X: np.ndarray, size_columns: tuple[int, ...],
         held = np.nan_to_num(X[:, list(layout_copy_columns)]).sum(axis=1) > 0
         copies += held & (channels > 1) & (conv > 0)
     return data * copies
+
+
+def process_floor(data: dict[str, Any]) -> float:
+    """The least a run's process held with its framework imported: a new process's peak, or a
+    reused worker's memory as the run started (where recorded)."""
+    metrics = data["metrics"]
+    if ran_in_new_process(data):
+        return float(metrics["peak_rss_mb"])
+    return float(min(metrics["peak_rss_mb"], metrics.get("baseline_rss_mb") or np.inf))
+
+
+def ungrounded_memory(frameworks: Sequence[str], models: Sequence[str | None], learnt: Sequence[bool],
+                      floors: Sequence[float | None]) -> dict[str, float]:
+    """The frameworks (``"jax"``) and the models a framework trained (``"torch/text_lstm"``)
+    that the memory model's rows (``learnt``: runs in a new process, where the fit had enough)
+    hold too few runs of, each with the least its framework's process was measured to hold.
+
+    Their memory would be extrapolated from other frameworks' or models' runs, which import
+    other libraries. ``floors``, per run: what its framework's process held at the least (a new
+    process's peak, or a reused worker's memory as the run started, its framework imported);
+    None for a run whose memory is not its backend's now (a framework with only such runs:
+    0, the data set it holds being all that is known).
+    """
+    count: Counter[str] = Counter()
+    least: dict[str, float] = {}
+    for framework, model, used, mb in zip(frameworks, models, learnt, floors, strict=True):
+        count[framework] += bool(used)
+        count[f"{framework}/{model}"] += bool(used)
+        least.setdefault(framework, float("inf"))
+        if mb is not None:
+            least[framework] = min(least[framework], float(mb))
+    least = {fw: mb if np.isfinite(mb) else 0.0 for fw, mb in least.items()}
+    out = {fw: mb for fw, mb in least.items() if count[fw] < MIN_GROUNDED_RUNS}
+    for framework, model in sorted({(f, str(m)) for f, m in zip(frameworks, models, strict=True)}):
+        if framework not in out and count[f"{framework}/{model}"] < MIN_GROUNDED_MODEL_RUNS:
+            out[f"{framework}/{model}"] = least[framework]
+    return out
 
 
 class MemoryModel(QuantileGBM):

@@ -40,7 +40,13 @@ from dltune.surrogate._machines import (
     machine_key,
     reference_machine,
 )
-from dltune.surrogate._memory import SIZE_INPUTS, MemoryModel
+from dltune.surrogate._memory import (
+    SIZE_INPUTS,
+    MemoryModel,
+    held_data_mb,
+    process_floor,
+    ungrounded_memory,
+)
 from dltune.surrogate._novelty import _NOVELTY_IDX, NoveltyMixin
 from dltune.surrogate._persist import FORMAT_VERSION, PersistenceMixin
 from dltune.surrogate._records import (
@@ -293,6 +299,10 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows],
             [threads[i] for i in memory_rows], memory_others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
+        learnt, as_now = set(memory_rows), set(current)
+        self.memory_ungrounded_ = ungrounded_memory(
+            frameworks, models, [i in learnt for i in range(len(data))],
+            [process_floor(data[i]) if i in as_now else None for i in range(len(data))])
         self._fit_references(data, probes)
 
     def _fit_references(self, data: list[dict[str, Any]], probes: list[bool]) -> None:
@@ -371,6 +381,20 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
                 if (counts[fw]["runs"] >= min_runs and counts[fw]["workloads"] >= min_workloads)
                 or (2 * counts[fw]["workloads"] >= most_workloads and 10 * counts[fw]["runs"] >= most_runs)]
 
+    def memory_grounded(self, framework: str, model: str | None = None) -> bool:
+        """Whether the memory surrogate learnt ``framework``'s peak memory (training ``model``)
+        from enough runs of its own (in a new process, where the fit had enough of those).
+
+        Else its predicted memory is no extrapolation from other frameworks' or models' runs:
+        its point and low end are the least its process was measured to hold (or the data set
+        it holds, if more), and its high end is infinite: unknown."""
+        self._check_fitted()
+        return self._memory_floor(framework, model) is None
+
+    def _memory_floor(self, framework: str, model: str | None) -> float | None:
+        ungrounded = self.memory_ungrounded_
+        return ungrounded.get(framework, ungrounded.get(f"{framework}/{model}"))
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "encoder_"):
             raise NotFittedError(
@@ -378,7 +402,8 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             )
 
     def predict(self, rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-        """Per row: ``accuracy``, ``train_time_s``, ``peak_rss_mb`` and their ``_low`` / ``_high``.
+        """Per row: ``accuracy``, ``train_time_s``, ``peak_rss_mb`` and their ``_low`` / ``_high``
+        (the memory of a framework not :meth:`memory_grounded`: its measured least, no high end).
 
         The surrogates predict row by row, but the accuracy points of one workload's rows are
         then reassigned within it by the order model, an explicit workload-level step
@@ -419,6 +444,16 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
                     out[metric] = out[metric] * factor
                     out[f"{metric}_low"] = out[f"{metric}_low"] * factor / widen
                     out[f"{metric}_high"] = out[f"{metric}_high"] * factor * widen
+        floors = np.array([self._memory_floor(r["config"]["framework"], r["meta"].get("model"))
+                           for r in rows], dtype=np.float64)  # grounded (None): nan
+        unknown = ~np.isnan(floors)
+        if unknown.any():
+            # What was measured, not an extrapolation: the least the process held, or the data
+            # set it holds (known) where more; no upper end, as no run bounds a new process's.
+            low = np.maximum(np.nan_to_num(floors), held_data_mb(
+                X, tuple(self.memory_.size_columns), tuple(self.memory_.layout_copy_columns)))
+            for key, value in (("", low), ("_low", low), ("_high", np.inf)):
+                out[f"peak_rss_mb{key}"] = np.where(unknown, value, out[f"peak_rss_mb{key}"])
         return out
 
     def workload_meta(self, fingerprint: str) -> dict[str, Any] | None:

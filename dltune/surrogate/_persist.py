@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT_VERSION", "PersistenceMixin"]
 
-FORMAT_VERSION = 30
+FORMAT_VERSION = 31
 
 
 class PersistenceMixin:
@@ -48,6 +48,7 @@ class PersistenceMixin:
             "frameworks": self.frameworks_, "framework_runs": self.framework_runs_,
             "n_records": self.n_records_,
             "n_memory_records": self.n_memory_records_,
+            "memory_ungrounded": self.memory_ungrounded_,
             "reference_machine": self.reference_machine_, "machine_speed": self.machine_speed_,
             "reference_frameworks": self.reference_frameworks_,
             "memory_reference_machine": self.memory_reference_machine_,
@@ -106,6 +107,7 @@ class PersistenceMixin:
         model.framework_runs_ = state["framework_runs"]
         model.n_records_ = state["n_records"]
         model.n_memory_records_ = state["n_memory_records"]
+        model.memory_ungrounded_ = state["memory_ungrounded"]
         model.reference_machine_ = state["reference_machine"]
         # None in a file written before it was kept: the reason then reads every factor as a speed.
         model.reference_frameworks_ = state.get("reference_frameworks")
