@@ -20,9 +20,11 @@ __all__ = ["explain", "threads_note"]
 
 def explain(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], scored: ScoredCandidates,
             idx: np.ndarray, frameworks: Sequence[str], perf: Any, nearest: list[tuple[str, float]],
-            ood: bool, model_name: str, hardware: dict[str, Any], threads: int | None) -> str:
+            ood: bool, model_name: str, hardware: dict[str, Any], threads: int | None,
+            evidence: dict[str, Any], note: str | None) -> str:
     """The recommendation's reason: why ``chosen`` (of the candidates ``idx`` meeting the
-    constraints), what was measured of it, how it was ranked, and where its training times come from."""
+    constraints), what was measured of it, how it was ranked, and where its training times come
+    from; ``evidence`` and ``note`` are the threads' (``threads_evidence``, :func:`threads_note`)."""
     from dltune.surrogate._machines import machine_factor
 
     measured, share = scored.measured, scored.own_share
@@ -88,9 +90,7 @@ def explain(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
                        f"{_for_framework(info['ratio'], chosen.config.framework)}: its speed varies from day to day, so training "
                        f"times are scaled {factor:.2g}x and their interval reaches both speeds "
                        f"(`dltune kb calibrate` measures this machine's speed now).")
-    note = threads_note(perf, hardware, threads, chosen.config.framework)
     if note:
-        evidence = perf.threads_evidence(hardware)
         reason += f" Threads: {note}" + (
             "; `python scripts/kb_many_cores.py` measures a knowledge-base slice there." if not evidence["runs"]
             else ": training times there are scaled by what those runs gained."
@@ -98,12 +98,14 @@ def explain(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
     return reason
 
 
-def threads_note(perf: Any, hardware: dict[str, Any], threads: int | None, framework: str) -> str | None:
+def threads_note(perf: Any, hardware: dict[str, Any], threads: int | None, framework: str,
+                 evidence: dict[str, Any] | None = None) -> str | None:
     """One line (of at most about 110 characters) on what the pick's ``threads`` on ``hardware``
     rest on, where it has more usable cores than the reference machine's runs used: the runs with
     more threads measured on its machine (``PerformanceModel.threads_evidence``), or that there
-    are none and how to measure them. None where every usable core count was measured."""
-    evidence = perf.threads_evidence(hardware)
+    are none and how to measure them. None where every usable core count was measured.
+    ``evidence``: ``perf.threads_evidence(hardware)``, where the caller has it already."""
+    evidence = evidence or perf.threads_evidence(hardware)
     top, usable = evidence["measured"], hardware.get("usable_cores") or hardware.get("logical_cores")
     if usable is None or usable <= top:
         return None

@@ -191,6 +191,7 @@ def recommend(
     scored_frameworks = frameworks + compared
     dataset_name, spec, meta, fingerprint = _resolve_workload(workload, model, perf)
     hw_dict = hw.to_dict()
+    evidence = perf.threads_evidence(hw_dict)
     low_e, high_e = perf.config_ranges_["epochs"]
     kind = dataset_kind(spec.input_shape)
     memo_key = json.dumps([id(perf), meta, hw_dict, frameworks, compared, kind, fingerprint, spec.name, repr(policy)],
@@ -200,7 +201,7 @@ def recommend(
         _, configs, scored, defaults_at = _predictions[memo_key]
     else:
         # No more threads than runs on a machine like this one measured (threads_note says so).
-        most = perf.threads_evidence(hw_dict)["most"]
+        most = evidence["most"]
         configs = candidate_configs(scored_frameworks, hw.usable_cores, (int(low_e), int(high_e)),
                                     dataset_kind=kind, policy=policy, most_threads=most)
         # The configurations measured on this workload (a `tune`'s or `bench`'s runs, or the
@@ -258,8 +259,9 @@ def recommend(
         ood, reasons = True, [*reasons, beyond]
     chosen = candidate(best)
     defaults = [candidate(i) for i in defaults_at]
+    note = threads_note(perf, hw_dict, threads, chosen.config.framework, evidence)
     reason = explain(chosen, objective, configs, scored, idx, frameworks, perf, nearest, ood,
-                     spec.name, hw_dict, threads)
+                     spec.name, hw_dict, threads, evidence, note)
     among_retired = np.flatnonzero(meets & ~candidates)
     best_retired = candidate(scored.pick(objective, among_retired)) if len(among_retired) else None
     return Recommendation(
@@ -274,7 +276,7 @@ def recommend(
         measured_runs=chosen.measured_runs, defaults=defaults, frameworks=list(frameworks),
         retired=best_retired, storage=mask_url(storage) if storage else None,
         caveat=_caveat(perf, hw_dict, reasons, meta) if ood else None,
-        threads_note=threads_note(perf, hw_dict, threads, chosen.config.framework),
+        threads_note=note,
     )
 
 

@@ -85,8 +85,7 @@ def _fit_key(kb_files: Path | Sequence[Path], stored: Sequence[dict[str, Any]],
     digests = [_shipped_digest(path) for path in files] or ["none"]
     key_parts = [
         FORMAT_VERSION,
-        # One file's key keeps its form: a second shipped suite changes it, one alone does not.
-        digests[0] if len(digests) == 1 else digests,
+        digests,
         sorted(str(r.get("id")) + ("@shipped" if (r.get("kb") or {}).get("shipped") else "") for r in stored),
         hashlib.sha256(json.dumps(list(extra), sort_keys=True, default=str).encode()).hexdigest(),
     ]

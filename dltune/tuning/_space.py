@@ -38,7 +38,9 @@ class _Kind:
     allowed: tuple[Any, ...] = ()
     target: str = "config"  # "config", "threads" or "env:<VARIABLE>"
     frameworks: tuple[str, ...] = ()  # start-up knobs: the frameworks that read them
-    unset: Any = None  # start-up knobs: the value that behaves like the variable left unset
+    # Start-up knobs: values the thread phase does not time (the default already timed covers
+    # the variable left unset).
+    untimed: tuple[Any, ...] = ()
 
 
 _CORES = -1  # placeholder: the hardware target's usable cores
@@ -55,11 +57,12 @@ _KINDS: dict[str, _Kind] = {
     "inter_op_threads": _Kind("int", 1, _CORES, target="threads"),
     "blas_threads": _Kind("int", 1, _CORES, target="threads"),
     # Start-up knobs: environment variables a framework reads once, when it is imported.
-    # TF enables oneDNN on x86 Linux by default; libgomp's default wait policy sleeps soon.
+    # TF enables oneDNN on x86 Linux by default (1 behaves as unset). libgomp left unset spins a
+    # while, then sleeps; passive sleeps at once, which only slows training's short parallel regions.
     "tf_onednn_opts": _Kind("int", allowed=(0, 1), target="env:TF_ENABLE_ONEDNN_OPTS",
-                            frameworks=("tensorflow",), unset=1),
+                            frameworks=("tensorflow",), untimed=(1,)),
     "omp_wait_policy": _Kind("str", allowed=("passive", "active"), target="env:OMP_WAIT_POLICY",
-                             frameworks=("torch",), unset="passive"),
+                             frameworks=("torch",), untimed=("passive",)),
 }
 
 #: Per-framework start-up knobs that the default space adds (dimension name -> frameworks).
@@ -323,10 +326,10 @@ class SearchSpace:
                 SearchSpace(execution, cores=self.cores, defaults=False))
 
     def knob_alternatives(self, name: str) -> list[Any]:
-        """A start-up knob's choices other than the one that behaves like leaving it unset."""
+        """A start-up knob's choices the thread phase times (not its ``untimed`` ones)."""
         dim = self.dimensions[name]
         values = dim.choices if dim.choices is not None else (dim.value,)
-        return [v for v in values if v != _KINDS[name].unset]
+        return [v for v in values if v not in _KINDS[name].untimed]
 
     def without_knobs(self, framework: str) -> SearchSpace:
         """This space less the start-up knobs ``framework`` does not read (``torch+tensorflow``:

@@ -32,8 +32,9 @@ def package(tmp_path, monkeypatch):
 def test_the_shipped_fit_key_covers_every_shipped_suites_file(package):
     _write(package, "reference", ["r1", "r2"])
     alone = _cache.shipped_model_key()
-    # The reference suite alone keys the fit as one knowledge-base file always did.
+    # One file given alone or as the only shipped suite keys the fit alike.
     assert alone == _cache._fit_key(package / "reference.jsonl.gz", [], [])
+    assert alone == _cache._fit_key([package / "reference.jsonl.gz"], [], [])
     _write(package, "families", ["f1"])
     both = _cache.shipped_model_key()
     assert both != alone
