@@ -19,11 +19,11 @@ def a_file(tmp_path):
 @pytest.mark.parametrize(("args", "says"), [
     (["report", "--records", "{tmp}"], "dltune report: error: The 'records' parameter must be a file. Got the folder '{tmp}' instead."),
     (["report", "--records", "{tmp}/none.jsonl"], "dltune report: error: The 'records' file '{tmp}/none.jsonl' does not exist."),
-    (["kb", "validate", "--records", "{tmp}"], "dltune kb: error: The 'records' parameter must be a file. Got the folder '{tmp}' instead."),
+    (["kb", "validate", "--records", "{tmp}"], "dltune kb validate: error: The 'records' parameter must be a file. Got the folder '{tmp}' instead."),
     (["study", "--frameworks", "numpy", "--no-tune", "--out", "{file}"],
      "dltune study: error: The 'out' parameter must be a folder. Got the file '{file}' instead."),
     (["kb", "build", "--suite", "tiny", "--frameworks", "numpy", "--out", "{file}"],
-     "dltune kb: error: The 'out' parameter must be a folder. Got the file '{file}' instead."),
+     "dltune kb build: error: The 'out' parameter must be a folder. Got the file '{file}' instead."),
     (["tune", "--workload", "digits", "--frameworks", "numpy", "--trials", "1", "--storage", "sqlite:///{file}/t.db"],
      "dltune tune: error: The 'storage' parameter must be a file path whose folder can be made. "
      "Got '{file}/t.db': '{file}' is a file."),

@@ -106,7 +106,7 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 @contextmanager
-def _one_line_warnings(command: str) -> Iterator[None]:
+def _one_line_warnings(prog: str) -> Iterator[None]:
     """dltune's own warnings as one line each, ``dltune COMMAND: warning: ...``, as its errors
     are; another library's keep Python's form (file and line), which says whose they are.
     Python's own way is restored on exit, so that ``main`` called in-process leaves none behind."""
@@ -118,7 +118,7 @@ def _one_line_warnings(command: str) -> Iterator[None]:
 
     def show(message, category, filename, lineno, file=None, line=None):
         if str(Path(filename).resolve()).startswith(package):
-            print(f"dltune {command}: warning: {message}", file=file or sys.stderr)
+            print(f"{prog}: warning: {message}", file=file or sys.stderr)
         else:
             shown(message, category, filename, lineno, file, line)
 
@@ -144,12 +144,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args.verbose, args.quiet = getattr(args, "verbose", 0), getattr(args, "quiet", 0)
     configure(args.verbose - args.quiet)
+    prog = _command_parser(parser, args).prog  # e.g. "dltune kb build", as argparse's errors name it
     try:
-        with _one_line_warnings(args.command):
+        with _one_line_warnings(prog):
             return int(args.func(args) or 0)
     except DltuneError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"dltune {args.command}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dltune: interrupted", file=sys.stderr)

@@ -87,7 +87,7 @@ def test_a_wrong_interpreter_is_refused_in_one_line_saying_why_and_leaves_nothin
                env={"DLTUNE_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("dltune env: error: ") and says in line, line
+    assert line.startswith("dltune env install: error: ") and says in line, line
     assert list(folder.iterdir()) == []  # no lock file, no environment
     assert not (tmp_path / "cache").exists()
 
@@ -115,7 +115,7 @@ def test_cli_install_with_newer_python_is_a_one_line_error(tmp_path, cli):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("dltune env: error: The legacy runtime needs Python 3.9 to 3.11")
+    assert lines[0].startswith("dltune env install: error: The legacy runtime needs Python 3.9 to 3.11")
 
 
 def test_cli_install_rejects_unknown_runtime(tmp_path, cli):

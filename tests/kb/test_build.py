@@ -383,7 +383,7 @@ def test_plan_refuses_what_the_build_refuses(tmp_path, monkeypatch, capsys, comm
     says = says.replace("{file}", str(tmp_path / "taken"))
     for plan in (["--plan"], ["--quiet-wait", "0"] if "--quiet-wait" not in args else []):
         assert main(["kb", *args, *plan]) == 2
-        assert capsys.readouterr().err.strip().splitlines() == [f"dltune kb: error: {says}"]
+        assert capsys.readouterr().err.strip().splitlines() == [f"dltune kb {args[0]}: error: {says}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing made
 
 

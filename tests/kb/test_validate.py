@@ -203,7 +203,7 @@ def test_calibration_files_are_read_before_any_fit(tiny_kb, tmp_path, monkeypatc
         validate_kb(records, calibrations=[str(ints)])
     done = cli("kb", "validate", "--calibrations", missing, timeout=120)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        f"dltune kb: error: The 'calibrations' file {missing!r} does not exist."]
+        f"dltune kb validate: error: The 'calibrations' file {missing!r} does not exist."]
 
 @pytest.fixture(scope="module")
 def validated(tiny_kb, cli):
@@ -293,7 +293,7 @@ def test_cli_bad_suite_is_one_line_exit_2(cli):
     done = cli("kb", "build", "--suite", "huge", "--plan")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "dltune kb: error: The 'suite' parameter must be one of {'calibration', 'families', 'many-cores', 'quick', 'reference', 'tiny'}. Got 'huge' instead."
+        "dltune kb build: error: The 'suite' parameter must be one of {'calibration', 'families', 'many-cores', 'quick', 'reference', 'tiny'}. Got 'huge' instead."
     ]
     for command in ("build", "calibrate"):  # --plan checks the budget too
         done = cli("kb", command, "--frameworks", "numpy", "--time-budget", "-1", "--plan")
