@@ -129,8 +129,10 @@ def main() -> None:
             inside.append(lo <= m <= hi)
             widths.append(hi / lo)
             preds[label, i] = f"{p:.3f} [{lo:.3f}, {hi:.3f}]"
+        by_framework = {fw: math.exp(np.mean([np.log(e) for e, case in zip(errors, cases, strict=True)
+                                              if case[1] == fw])) for fw in frameworks}
         summary[label] = (math.exp(np.mean(np.log(errors))), max(errors), float(np.mean(inside)),
-                          math.exp(np.median(np.log(widths))))
+                          math.exp(np.median(np.log(widths))), by_framework)
     print("workload | framework | batch | threads | epochs | measured s | before [interval] | after [interval]")
     for i, (name, fw, _, config) in enumerate(cases):
         print(f"{name} | {fw} | {config.batch_size} | {config.threads.intra_op} | {config.epochs} | "
@@ -141,8 +143,9 @@ def main() -> None:
     for fw in frameworks:
         shown = " ".join(f"{k}={math.exp(speed[f'{fw}:{k}']):.2f}" for k in KINDS if f"{fw}:{k}" in speed)
         print(f"after, {fw} x reference: {shown or 'none'}")
-    for label, (typical, worst, coverage, width) in summary.items():
-        print(f"{label}: typical error {typical:.2f}x (worst {worst:.2f}x), "
+    for label, (typical, worst, coverage, width, by_framework) in summary.items():
+        shown = ", ".join(f"{fw} {v:.2f}x" for fw, v in by_framework.items())
+        print(f"{label}: typical error {typical:.2f}x ({shown}; worst {worst:.2f}x), "
               f"coverage {100 * coverage:.0f}% of {len(cases)}, interval width {width:.1f}x (median high / low)")
 
 

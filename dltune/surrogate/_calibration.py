@@ -43,15 +43,17 @@ MIN_MACHINE_THREADS_RECORDS = 3
 # Quick-calibration probes of one framework on a machine before its throughputs per layer kind
 # are fitted (``dltune kb calibrate`` makes 12 per framework on 2 cores).
 MIN_PROBES = 4
-# Weight of the prior that pulls each kind's multiplier towards the framework's overall ratio:
-# the probes tell the kinds apart only as far as their mix of work differs. Weak: machines differ
-# by kind several-fold (benchmarks/new_machine.py), and the probes' two batch sizes and two
-# sizes each tell the overheads from the throughputs.
+# Weight of the prior pulling each kind's multiplier towards the framework's overall ratio (the
+# probes tell kinds apart only as far as their mix of work differs); weak: machines differ by kind
+# several-fold (benchmarks/new_machine.py), and batch sizes and epochs tell overheads apart.
 _KIND_PRIOR = 0.002
+# Kinds fitted with another's multiplier: the probes tell the per-layer from the per-step
+# overhead only at 2 threads, where the two traded off against the throughputs.
+_SAME_MULTIPLIER = {"step_x_layers": "step"}
 
 
 def fit_kind_multipliers(shares: np.ndarray, y: np.ndarray, prior: float = _KIND_PRIOR) -> np.ndarray:
-    """Non-negative multipliers, one per :data:`KINDS` column of ``shares`` (the reference
+    """Non-negative multipliers, one per column (kind of work) of ``shares`` (the reference
     machine's seconds of each kind of work per run), such that ``shares @ m`` fits ``y`` (this
     machine's seconds) in relative error; each pulled towards the overall ratio (the geometric
     mean of ``y / shares.sum(1)``) in proportion to how little of the work it is."""
@@ -65,6 +67,13 @@ def fit_kind_multipliers(shares: np.ndarray, y: np.ndarray, prior: float = _KIND
     fit = lsq_linear(np.vstack([A, P]), np.concatenate([np.ones(len(y)), weight]),
                      bounds=(s0 / 20, s0 * 20))
     return fit.x
+
+
+def _fit_kinds(shares: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`fit_kind_multipliers` with each kind of ``_SAME_MULTIPLIER`` given its partner's."""
+    fitted = [k for k in KINDS if k not in _SAME_MULTIPLIER]
+    tie = np.array([[_SAME_MULTIPLIER.get(k, k) == f for f in fitted] for k in KINDS], dtype=float)
+    return tie @ fit_kind_multipliers(shares @ tie, y)
 
 
 def _thread_groups(beyond: np.ndarray, frameworks: np.ndarray, threads: np.ndarray) -> dict[str, np.ndarray]:
@@ -281,10 +290,9 @@ class CalibrationMixin:
         ``"~"`` is how far the probes, each predicted by a fit without it, fall from their
         time: the interval widens by it.
 
-        With the records (``data``), a probe of two or more epochs counts twice: its first
-        epoch alone and the whole run. The two sizes differ by work and per-epoch overhead
-        only, so the per-run warm-up separates from the throughputs (time = overhead + work /
-        throughput), as the two batch sizes separate the per-step overheads.
+        With the records (``data``), a probe of two or more epochs counts twice, its first epoch
+        alone and the whole run: they differ by work and per-epoch overhead only, so the per-run
+        warm-up separates from the throughputs, as the two batch sizes separate the per-step ones.
         """
         if not probes:
             return
@@ -308,14 +316,13 @@ class CalibrationMixin:
                 # extrapolates beyond, and what more threads gain is a delta of its own.
                 within = on[t_p[on] <= top]
                 within = within if (within < len(probes)).sum() >= MIN_PROBES else on
-                mult = fit_kind_multipliers(shares[within], y_p[within])
+                mult = _fit_kinds(shares[within], y_p[within])
                 entry |= {f"{fw}:{k}": float(np.log(v)) for k, v in zip(KINDS, mult, strict=True)}
                 whole_in = within[within < len(probes)]
                 entry[fw] = float(np.median(np.log(y_p[whole_in] / shares[whole_in].sum(axis=1))))
                 for k in whole_in:  # each run predicted by a fit without it (both its sizes)
                     rest = within[parent[within] != parent[k]]
-                    misses.append(abs(float(np.log(y_p[k] / (shares[k] @ fit_kind_multipliers(
-                        shares[rest], y_p[rest]))))))
+                    misses.append(abs(float(np.log(y_p[k] / (shares[k] @ _fit_kinds(shares[rest], y_p[rest]))))))
                 beyond = np.setdiff1d(whole, whole_in)
                 excess[beyond] = np.log(y_p[beyond] / (shares[beyond] @ mult))
             if misses:

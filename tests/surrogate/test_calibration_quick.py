@@ -6,6 +6,7 @@ import pytest
 from dltune.kb import RecordStore
 from dltune.recommend import RecommendPolicy
 from dltune.surrogate import PerformanceModel, record_row
+from dltune.surrogate._calibration import _fit_kinds
 from dltune.surrogate._train_time import KINDS
 
 pytestmark = pytest.mark.slow
@@ -30,6 +31,7 @@ def test_probes_describe_another_machine_by_its_throughput_per_kind_and_nothing_
     model = PerformanceModel(max_iter=20, calibrate=False).fit(records + _probed(records, 2.0))
     speed = model.machine_speed_[KEY]
     assert {f"numpy:{k}" for k in KINDS} <= set(speed) and speed["~"] >= 0.0
+    assert speed["numpy:step_x_layers"] == speed["numpy:step"]  # fitted as one (_SAME_MULTIPLIER)
     here = [record_row(d) for d in records]
     there = [dict(row, hardware={**row["hardware"], **OTHER}) for row in here]
     # The probes teach neither accuracy nor the reference machine's times.
@@ -44,3 +46,14 @@ def test_probes_describe_another_machine_by_its_throughput_per_kind_and_nothing_
     assert not any("never measured" in r for r in reasons)
     loaded = PerformanceModel.load(model.save(tmp_path / "m.npz"))
     assert np.allclose(loaded.predict(there)["train_time_s"], model.predict(there)["train_time_s"])
+
+
+def test_the_per_layer_step_overhead_takes_the_per_step_multiplier():
+    rng = np.random.default_rng(1)
+    shares = rng.uniform(0.0, 1.0, (24, len(KINDS))) ** 3
+    # Per-layer overheads in a third of the probes only (those at 2 threads): fitted alone,
+    # their multiplier stays near the overall ratio (about 2.1 here).
+    shares[np.arange(24) % 3 != 2, KINDS.index("step_x_layers")] = 0.0
+    truth = np.array([{"step": 3.0, "step_x_layers": 3.0, "dense": 0.5}.get(k, 1.0) for k in KINDS])
+    fitted = _fit_kinds(shares, shares @ truth)
+    assert fitted[KINDS.index("step_x_layers")] == fitted[KINDS.index("step")] == pytest.approx(3.0, rel=0.1)
