@@ -33,6 +33,8 @@ from dltune.measure._shipped import (
 )
 from dltune.measure._storage_reader import read_storage
 from dltune.surrogate._model import FORMAT_VERSION, PerformanceModel
+from dltune.surrogate._records import is_probe
+from dltune.surrogate._split import with_probes
 
 __all__ = ["default_storage", "export_shipped_model", "fitted_model", "load_storage_measurements",
            "clear_memory_cache", "shipped_model_dir", "shipped_model_key"]
@@ -192,6 +194,8 @@ def fitted_model(
             _touch(path)  # used now: the last to be pruned
         else:
             model = _load(shipped_model_dir() / f"{key}.npz")
+    if model is None and not refit and not extra:
+        model = _with_new_probes(kb_files, stored)
     if model is None:
         kb = [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
         all_records = _unique(kb + extra + stored)
@@ -215,6 +219,28 @@ def fitted_model(
         except OSError:
             pass  # a read-only cache only costs a refit next time
     _MEMORY[key] = model
+    return model
+
+
+def _with_new_probes(kb_files: Sequence[Path], stored: Sequence[dict[str, Any]]) -> PerformanceModel | None:
+    """The fit on the knowledge base and ``stored`` made from the fit without the quick
+    calibration's probes made here (cached or shipped) in seconds, or None where that fit is
+    not at hand: probes teach the machine layers only (:func:`~dltune.surrogate._split.with_probes`)."""
+    new = [r for r in stored if is_probe(r) and not (r.get("kb") or {}).get("shipped")]
+    if not new:
+        return None
+    from dltune._paths import cache_dir
+
+    added = {id(r) for r in new}
+    key = _fit_key(kb_files, [r for r in stored if id(r) not in added], [])
+    base = _MEMORY.get(key) or _load(cache_dir() / "surrogates" / f"{key}.npz") or _load(shipped_model_dir() / f"{key}.npz")
+    if base is None:
+        return None
+    started = time.perf_counter()
+    kb = [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
+    model = with_probes(base, _unique(kb + list(stored)))
+    if model is not None:
+        logger.info("updated the fit with %d calibration probes in %.1f s", len(new), time.perf_counter() - started)
     return model
 
 

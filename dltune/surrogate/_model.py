@@ -29,7 +29,6 @@ from dltune.surrogate._features import (
     HARDWARE_FEATURES,
     WORKLOAD_FEATURES,
     FeatureEncoder,
-    memory_as_now,
     record_row,
     workload_vector,
 )
@@ -51,13 +50,15 @@ from dltune.surrogate._novelty import _NOVELTY_IDX, NoveltyMixin
 from dltune.surrogate._persist import FORMAT_VERSION, PersistenceMixin
 from dltune.surrogate._records import (
     display_name,
-    epochs_ran,
     intra_threads,
+    is_calibration,
+    is_probe,
     remeasured,
     usable_records,
     workload_label,
 )
 from dltune.surrogate._seed_noise import SeedNoiseMixin
+from dltune.surrogate._split import MIN_FRESH_RECORDS, split_records
 from dltune.surrogate._train_time import TrainTimeModel
 
 # FORMAT_VERSION: the surrogate cache keys its fits by it (``_cache``).
@@ -76,8 +77,6 @@ _NOT_SPEED = ("lr_position", "log_step_per_sample")
 # ensembles do not: given to those too, the step per sample moved the picks, which rank by the
 # interval's low end, to worse ones (docs/explanation/how-recommend-decides.md#the-surrogates).
 _NOT_BANDS = ("log_step_per_sample",)
-# Fresh-process records needed before the memory surrogate learns from them alone.
-MIN_FRESH_RECORDS = 20
 # Records from which ``PerformanceModel(n_jobs=None)`` fits the accuracy surrogate in a second
 # process: starting it (a fresh interpreter importing numpy and scikit-learn) costs about what a
 # fit on fewer records takes in all.
@@ -187,9 +186,9 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         # the same seed, whose accuracy is on record already. Counted again, they would weigh
         # those configurations twice in the accuracy model (and a calibration would change which
         # configuration is recommended, not only how long it takes).
-        calibration = [(d.get("kb") or {}).get("suite") == "calibration" for d in data]
+        calibration = [is_calibration(d) for d in data]
         # The quick calibration's probes (one epoch at one fixed rate) measure speed only.
-        probes = [(d.get("kb") or {}).get("suite") == "quick" for d in data]
+        probes = [is_probe(d) for d in data]
         # Likewise a knowledge-base run in a new process measured again after its backend's
         # memory changed (FRESH_REVISIONS: the same configuration and seed as a fresh run on
         # record, measured for its memory): counted for accuracy, they would weigh those
@@ -235,24 +234,16 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
     def _fit_rest(self, data: list[dict[str, Any]], rows: list[dict[str, Any]], X: np.ndarray,
                   groups: list[str], calibration: list[bool], probes: list[bool]) -> None:
         """Everything but the accuracy surrogate: training time, memory, machines, references."""
-        # A run stopped early (diverged, pruned) trained fewer epochs than configured: its time
-        # is that of the epochs it ran.
-        ran = [epochs_ran(d, row) for d, row in zip(data, rows, strict=True)]
-        X_time = X if all(a is b for a, b in zip(ran, rows, strict=True)) else self.encoder_.transform(ran)
-        seconds = np.array([d["metrics"]["train_time_s"] for d in data], dtype=np.float64)
-        machines = [machine_key(d.get("hardware") or {}) for d in data]
-        frameworks = [d["config"]["framework"] for d in data]
-        models = [row["meta"].get("model") for row in rows]
-        threads = [intra_threads(d["config"], d.get("hardware") or {}) for d in data]
-        # A machine that measured knowledge-base runs and was calibrated too: its calibration
-        # says how fast it runs now (a virtual machine's host can change), not more of the same.
-        measured = Counter(m for m, c, p in zip(machines, calibration, probes, strict=True) if not (c or p))
-        now = [i for i, (m, c, p) in enumerate(zip(machines, calibration, probes, strict=True))
-               if (c or p) and measured[m] >= MIN_MACHINE_RECORDS]
-        # Another machine's probes describe it by its throughput per layer kind (_fit_machine_kinds).
-        probed = [i for i, (m, p) in enumerate(zip(machines, probes, strict=True))
-                  if p and measured[m] < MIN_MACHINE_RECORDS]
-        timed = sorted(set(range(len(data))) - set(now) - set(probed))
+        split = split_records(self.encoder_, data, rows, X, groups, calibration, probes)
+        self._fit_estimators(split)
+        self._fit_calibrated(split)
+
+    def _fit_estimators(self, split: dict[str, Any]) -> None:
+        """The training-time and memory estimators and the machines' factors against them,
+        from the knowledge base's runs and the user's (not the calibrations')."""
+        groups, machines, frameworks, models, threads, timed = (
+            split[k] for k in ("groups", "machines", "frameworks", "models", "threads", "timed"))
+        X, X_time, seconds, data = split["X"], split["X_time"], split["seconds"], split["data"]
 
         def take(values, rows):
             return [values[i] for i in rows]
@@ -272,15 +263,7 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             MIN_MACHINE_FRAMEWORK_RECORDS, refit=False, transfer=self.coverage)
         self._fit_machine_time(X_time[timed], seconds[timed], take(groups, timed), take(machines, timed),
                                take(frameworks, timed), others)
-        self._fit_machine_kinds(X_time, seconds, machines, frameworks, probed, data)
-        self._fit_machine_now(X_time, seconds, data, groups, machines, frameworks, models, threads, now)
-        # Peak memory from runs in a new worker process where there are enough: a reused
-        # worker's resident memory is the high-water mark of every run before it. Runs of a
-        # backend that held more memory then than it does now are left out (memory_as_now).
-        current = ([i for i in range(len(data)) if memory_as_now(data[i]) and not probes[i]]
-                   or list(range(len(data))))
-        fresh = [i for i in current if rows[i]["fresh"]]
-        memory_rows = fresh if len(fresh) >= MIN_FRESH_RECORDS else current
+        memory_rows = split["memory_rows"]
         # The memory model's own reference machine: the one whose memory rows cover the most
         # frameworks (then: the most rows). The others' factors are measured against a model
         # of its rows, so it must have measured every framework: since TensorFlow's older runs
@@ -299,11 +282,21 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
             [frameworks[i] for i in memory_rows], [models[i] for i in memory_rows],
             [threads[i] for i in memory_rows], memory_others, 2, spread=True)
         self.n_memory_records_ = len(memory_rows)
-        learnt, as_now = set(memory_rows), set(current)
+
+    def _fit_calibrated(self, split: dict[str, Any]) -> None:
+        """What the calibrations teach (the machines' speeds now and their throughputs per layer
+        kind), the memory left unmeasured, and the references: no estimator is fitted here, so
+        that a quick calibration refits in seconds (:func:`~dltune.surrogate._split.with_probes`)."""
+        data, X_time, seconds, machines, frameworks, models, threads = (
+            split[k] for k in ("data", "X_time", "seconds", "machines", "frameworks", "models", "threads"))
+        self._fit_machine_kinds(X_time, seconds, machines, frameworks, split["probed"], data)
+        self._fit_machine_now(X_time, seconds, data, split["groups"], machines, frameworks, models, threads,
+                              split["now"])
+        learnt, as_now = set(split["memory_rows"]), set(split["current"])
         self.memory_ungrounded_ = ungrounded_memory(
             frameworks, models, [i in learnt for i in range(len(data))],
             [process_floor(data[i]) if i in as_now else None for i in range(len(data))])
-        self._fit_references(data, probes)
+        self._fit_references(data, split["probes"])
 
     def _fit_references(self, data: list[dict[str, Any]], probes: list[bool]) -> None:
         """What the fit saw: workloads, configurations and frameworks (not the probes' one

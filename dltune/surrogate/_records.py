@@ -11,7 +11,8 @@ from typing import Any
 from dltune.measure._record import current_revision
 from dltune.surrogate._features import _threads, memory_as_now, ran_in_new_process
 
-__all__ = ["display_name", "epochs_ran", "intra_threads", "remeasured", "usable_records", "workload_label"]
+__all__ = ["display_name", "epochs_ran", "intra_threads", "is_calibration", "is_probe", "remeasured", "usable_records",
+           "workload_label"]
 
 
 def _as_dict(record: Any) -> dict[str, Any]:
@@ -33,6 +34,17 @@ def usable_records(records: Iterable[Any]) -> list[dict[str, Any]]:
             continue
         out.append(data)
     return out
+
+
+def is_calibration(data: dict[str, Any]) -> bool:
+    """A run of ``dltune kb calibrate --full``: a knowledge-base configuration measured again
+    for this machine's speed."""
+    return (data.get("kb") or {}).get("suite") == "calibration"
+
+
+def is_probe(data: dict[str, Any]) -> bool:
+    """A probe of the quick calibration (``dltune kb calibrate``): speed only, at one fixed rate."""
+    return (data.get("kb") or {}).get("suite") == "quick"
 
 
 def workload_label(data: dict[str, Any]) -> str:
