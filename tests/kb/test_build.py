@@ -60,16 +60,16 @@ def test_an_all_cores_build_measures_each_configuration_with_every_usable_core(t
     import dltune.config
 
     monkeypatch.setattr(dltune.config, "usable_cores", lambda: 4)
-    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], configs_per_pair=2,
+    result = build_kb("tiny", out=tmp_path / "kb", frameworks=["numpy"], configs_per_pair=1,
                       repeats=0, fresh=0, all_cores=True)
     entries = RecordStore(tmp_path / "kb").entries()
     wide = [e for e in entries if e["kb"]["kind"] == "all-cores"]
     filling = [e for e in entries if e["kb"]["kind"] == "space-filling"]
-    assert result.failed == 0 and len(wide) == len(filling) == 3 * 2
+    assert result.failed == 0 and len(wide) == len(filling) == 3
     assert {e["config"]["threads"]["intra_op"] for e in wide} == {4}
     assert all(e["status"] == "ok" and e["metrics"]["train_time_s"] > 0 for e in wide)
     # The other runs are the plan's without all_cores (2 threads at most), under the same keys.
-    plain = plan_suite("tiny", ["numpy"], 2, 0, 2, fresh=0)
+    plain = plan_suite("tiny", ["numpy"], 1, 0, 2, fresh=0)
     assert {e["kb"]["key"] for e in entries if e["kb"]["kind"] != "all-cores"} == {p.key for p in plain}
 
 

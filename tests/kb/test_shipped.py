@@ -3,6 +3,7 @@ families), one file per suite, with provenance."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -101,13 +102,15 @@ def test_shipped_calibrations_are_the_knowledge_bases_runs_on_other_machines_or_
         assert provenance["shipped_records"] == len(entries)
 
 
-def _shipped_fit_records():
+@functools.cache
+def _shipped_fit_records() -> tuple[dict, ...]:
+    """What the shipped surrogates are fitted on, read once (seconds: thousands of records)."""
     from dltune.kb import calibration_records
 
     records = {}
     for record in [r.to_dict() for r in load_shipped_records()] + calibration_records(shipped=True, cache=False):
         records.setdefault(str(record["id"]), record)
-    return list(records.values())
+    return tuple(records.values())
 
 
 def test_the_shipped_surrogates_are_the_fit_of_what_the_package_ships(tmp_path):
