@@ -29,7 +29,8 @@ from dltune._storage_url import (
 )
 from dltune._validation import make_folder
 
-__all__ = ["GRACE_PERIOD_S", "HEARTBEAT_INTERVAL_S", "STALE_REASON", "StorageError", "open_storage"]
+__all__ = ["GRACE_PERIOD_S", "HEARTBEAT_INTERVAL_S", "STALE_REASON", "StorageError", "checked_storage_url",
+           "open_storage"]
 
 HEARTBEAT_INTERVAL_S = 10
 GRACE_PERIOD_S = 60
@@ -37,6 +38,21 @@ GRACE_PERIOD_S = 60
 
 class StorageError(DltuneError, RuntimeError):
     """A storage could not be opened or used; the message never holds a password."""
+
+
+def checked_storage_url(url: str | None = None) -> str:
+    """``url`` (default: :func:`default_storage_url`) as :func:`open_storage` takes it, checked
+    before anything connects: a command refuses a bad storage before it writes anything else.
+    A SQLite file's folder is made; an existing file must be a SQLite database."""
+    url = check_url(url or default_storage_url())
+    path = sqlite_path(url)
+    if path is not None:
+        # Made, not checked for writing: a reader (report, recommend) may open a read-only file.
+        make_folder(path.parent, f"The 'storage' parameter must be a file path whose folder can be "
+                                 f"made. Got {str(path)!r}")
+        if path.exists():  # as every reader checks it (require_database)
+            check_sqlite_file(path)
+    return url
 
 
 def open_storage(
@@ -57,14 +73,8 @@ def open_storage(
     import optuna
     from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
-    url = check_url(url or default_storage_url())
+    url = checked_storage_url(url)
     path = sqlite_path(url)
-    if path is not None:
-        # Made, not checked for writing: a reader (report, recommend) may open a read-only file.
-        make_folder(path.parent, f"The 'storage' parameter must be a file path whose folder can be "
-                                 f"made. Got {str(path)!r}")
-        if path.exists():  # as every reader checks it (require_database)
-            check_sqlite_file(path)
     kwargs: dict[str, Any] = {}
     if heartbeat_interval is None:
         heartbeat_interval = _env_seconds("DLTUNE_HEARTBEAT_S", HEARTBEAT_INTERVAL_S)

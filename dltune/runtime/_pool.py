@@ -146,12 +146,8 @@ class Worker:
         self.proc.wait()
 
     def close(self) -> None:
-        if self.alive:
-            try:
-                self._write({"op": "exit"})
-                self.proc.wait(timeout=10)
-            except (WorkerFailure, subprocess.TimeoutExpired):
-                pass
+        # Killed, not asked to exit: a worker holds nothing to save between runs, and a
+        # framework's interpreter shutdown (about a second for torch) would delay the caller.
         self.kill()
         self._selector.close()
         self._stderr.close()
@@ -167,6 +163,10 @@ def spins_when_idle(env: dict[str, str]) -> bool:
     """
     return (env.get("OMP_WAIT_POLICY", "").strip().lower() == "active"
             or env.get("KMP_BLOCKTIME", "").strip().lower() == "infinite")
+
+
+def _key(interpreter: str, env: dict[str, str]) -> tuple:
+    return (interpreter, tuple(sorted(env.items())))
 
 
 def _rss(pid: int) -> int:
@@ -193,7 +193,8 @@ class WorkerPool:
     without them; the least recently used go first. ``max_workers`` caps their number too
     (None: memory alone decides). A worker that failed is discarded, so the next run with the
     same key gets a fresh process; so is one whose threads would spin while it waits
-    (:func:`spins_when_idle`). Thread-safe: ``acquire`` and ``release`` hold a lock.
+    (:func:`spins_when_idle`). :meth:`prestart` starts a worker in the background, for a run
+    that comes later. Thread-safe: ``acquire``, ``release`` and ``prestart`` hold a lock.
     """
 
     def __init__(self, max_workers: int | None = None, memory_fraction: float = 0.5) -> None:
@@ -202,6 +203,8 @@ class WorkerPool:
         self._workers: OrderedDict[tuple, Worker] = OrderedDict()
         self._rss: dict[tuple, int] = {}  # idle workers' resident memory, read at release
         self._largest: dict[str, int] = {}  # per interpreter: the largest worker seen
+        self._starting: dict[tuple, threading.Thread] = {}  # prestart's workers, until ready
+        self._booting: dict[tuple, Worker] = {}  # those started, importing their framework
         self._lock = threading.Lock()
 
     def _over_budget(self, interpreter: str) -> bool:
@@ -211,8 +214,59 @@ class WorkerPool:
         need = self._largest.get(interpreter, 0)
         return idle + need > self.memory_fraction * (_available() + idle)
 
+    def prestart(self, interpreter: str, env: dict[str, str], setup: dict[str, Any] | None = None) -> None:
+        """Start a worker for ``(interpreter, env)`` in a thread and keep it warm; with ``setup``
+        (the worker's op ``setup``: backend, threads, data) it imports its framework meanwhile.
+
+        For work the caller does before its first run (opening a database): an ``acquire`` of
+        the same key waits for this worker rather than starting another. Nothing happens when
+        such a worker is warm or starting, or would spin while it waits. A start that fails is
+        dropped; the run that needs the worker starts its own and reports why.
+        """
+        key = _key(interpreter, env)
+        if spins_when_idle(env):
+            return
+        with self._lock:
+            if key in self._workers or key in self._starting:
+                return
+            thread = threading.Thread(target=self._start, args=(key, interpreter, env, setup),
+                                      daemon=True)
+            self._starting[key] = thread
+        thread.start()
+
+    def _start(self, key: tuple, interpreter: str, env: dict[str, str],
+               setup: dict[str, Any] | None) -> None:
+        worker = None
+        try:
+            worker = Worker(interpreter, env)
+            with self._lock:
+                self._booting[key] = worker
+            if setup is not None:
+                worker.run({**setup, "op": "setup"}, _START_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - the run that needs a worker starts its own
+            if worker is not None:
+                worker.close()
+            worker = None
+        rss = 0 if worker is None else _rss(worker.pid)
+        with self._lock:
+            # Parked before the key leaves _starting: an acquire sees one or the other.
+            if worker is not None:
+                worker.key = key  # type: ignore[attr-defined]
+                self._park(worker, rss)
+            del self._starting[key]
+            self._booting.pop(key, None)
+
+    def _wait_started(self, key: tuple | None = None) -> None:
+        """Wait for prestart's workers (``key``'s, or all)."""
+        with self._lock:
+            threads = list(self._starting.values()) if key is None else [self._starting.get(key)]
+        for thread in threads:
+            if thread is not None:
+                thread.join()
+
     def acquire(self, interpreter: str, env: dict[str, str]) -> Worker:
-        key = (interpreter, tuple(sorted(env.items())))
+        key = _key(interpreter, env)
+        self._wait_started(key)
         with self._lock:
             worker = self._workers.pop(key, None)
             self._rss.pop(key, None)
@@ -236,11 +290,22 @@ class WorkerPool:
             return
         rss = _rss(worker.pid)
         with self._lock:
-            self._workers[worker.key] = worker  # type: ignore[attr-defined]
-            self._rss[worker.key] = rss  # type: ignore[attr-defined]
-            self._largest[worker.interpreter] = max(rss, self._largest.get(worker.interpreter, 0))
+            self._park(worker, rss)
+
+    def _park(self, worker: Worker, rss: int) -> None:
+        """Keep ``worker`` idle and warm (under the lock)."""
+        self._workers[worker.key] = worker  # type: ignore[attr-defined]
+        self._rss[worker.key] = rss  # type: ignore[attr-defined]
+        self._largest[worker.interpreter] = max(rss, self._largest.get(worker.interpreter, 0))
 
     def close(self) -> None:
+        # A worker still importing its framework is killed, not waited for (a caller that
+        # failed before its first run closes the pool at once).
+        with self._lock:
+            booting = list(self._booting.values())
+        for worker in booting:
+            worker.kill()
+        self._wait_started()
         with self._lock:
             workers, self._workers = list(self._workers.values()), OrderedDict()
             self._rss.clear()

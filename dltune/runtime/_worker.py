@@ -9,6 +9,8 @@ events to the file descriptor that was stdout when it started (stdout itself is 
 stderr so that framework chatter cannot corrupt the channel):
 ``ready``; then per request ``train_begin`` / ``train_end`` / ``epoch`` events and one
 ``result``. With ``epoch_ack`` the worker waits after each ``epoch`` for ``{"continue": bool}``.
+Op ``setup`` imports the framework and loads the data ahead of the first run (a pool starts a
+worker before its parent needs it); that run still reports the import time.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 _set_up: dict[str, float] = {}
+# Import time paid but not yet reported: the next run of the backend reports it.
+_unreported: dict[str, float] = {}
 _data_cache: dict[str, tuple[np.ndarray, ...]] = {}
 
 
@@ -93,17 +97,26 @@ def _thread_report(trainer_cls: Any) -> dict[str, Any]:
 
 
 def _trainer_class(request: dict[str, Any]) -> tuple[Any, float]:
-    """The backend's Trainer class, set up on first use; and the import time paid now."""
+    """The backend's Trainer class, set up on first use; and its import time if not reported yet."""
     from dltune.backends._loader import load_trainer_class
 
     backend = request["backend"]
-    import_time = 0.0
     if backend not in _set_up:
         t0 = time.perf_counter()
         trainer_cls = load_trainer_class(backend)
         trainer_cls.setup(request.get("threads") or {})
-        _set_up[backend] = import_time = time.perf_counter() - t0
-    return load_trainer_class(backend), import_time
+        _set_up[backend] = _unreported[backend] = time.perf_counter() - t0
+    return load_trainer_class(backend), _unreported.pop(backend, 0.0)
+
+
+def _setup(request: dict[str, Any]) -> dict[str, Any]:
+    """Op ``setup``: import and set up the backend, load the data; the next run reports the
+    import time."""
+    _, import_time = _trainer_class(request)
+    _unreported[request["backend"]] = import_time
+    if request.get("data_dir"):
+        _load_arrays(request["data_dir"], request["fingerprint"])
+    return {"import_time_s": import_time}
 
 
 def _steps(request: dict[str, Any]) -> dict[str, Any]:
@@ -153,10 +166,8 @@ def main() -> None:
     _send({"event": "ready", "pid": os.getpid(), "python": sys.executable})
     for line in sys.stdin:
         request = json.loads(line)
-        if request.get("op") == "exit":
-            break
         try:
-            handler = _steps if request.get("op") == "steps" else _run
+            handler = {"steps": _steps, "setup": _setup}.get(request.get("op"), _run)
             _send({"event": "result", "ok": True, "result": handler(request)})
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
             _send(

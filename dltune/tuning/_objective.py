@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,22 +177,35 @@ class TrialRunner:
                                 "(COMPLETE), not trained again")
             return TrialState.PRUNED, None
 
+        # The worker waits for each epoch's answer: a curve point nothing prunes on is written
+        # from a thread of its own, so that the run never waits for a database commit.
+        curve, written = ThreadPoolExecutor(max_workers=1), []
+
         def on_epoch(message: dict[str, Any]) -> bool:
             step, accuracy = int(message["epoch"]) - 1, float(message["test_accuracy"])
             if len(self.objectives) == 1:
-                if self.objectives[0].name == "accuracy":
+                if self.objectives[0].name != "accuracy":
+                    return True
+                if self.prune:
                     trial.report(accuracy, step)
-                    return not (self.prune and trial.should_prune())
+                    return not trial.should_prune()
+                written.append(curve.submit(trial.report, accuracy, step))
             elif self.storage is not None:
                 # Trial.report refuses multi-objective studies; the storage keeps the curve
                 # anyway so that the dashboard can draw it. Nothing prunes on it.
-                self.storage.set_trial_intermediate_value(trial._trial_id, step, accuracy)
+                written.append(curve.submit(self.storage.set_trial_intermediate_value,
+                                            trial._trial_id, step, accuracy))
             return True
 
         # Test hook, as in dltune.benchmark: honoured only with DLTUNE_ENABLE_FAULTS=1.
         fault = trial.user_attrs.get("fault") if os.environ.get("DLTUNE_ENABLE_FAULTS") == "1" else None
-        with _startup_environment(env):
-            record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool, fault=fault)
+        try:
+            with _startup_environment(env):
+                record = measure(self.workload, config, on_epoch=on_epoch, pool=self.pool, fault=fault)
+        finally:
+            curve.shutdown(wait=True)
+        for done in written:
+            done.result()  # a point that could not be written fails the trial, as inline
         set_record(trial, record)
         metrics = record.metrics
         trial.set_user_attr("status", record.status)

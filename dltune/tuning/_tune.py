@@ -11,6 +11,7 @@ from dltune._log import quiet_optuna
 from dltune._validation import check_bool, check_float, check_int
 from dltune.config import TrainConfig, usable_cores
 from dltune.config._goals import refuse_renamed
+from dltune.measure._storage import checked_storage_url
 from dltune.tuning._objective import check_constraints, check_objectives
 from dltune.tuning._result import StudyResult, TuneResult, study_result
 from dltune.tuning._space import SearchSpace, as_space
@@ -26,7 +27,7 @@ from dltune.tuning._study import (
 )
 from dltune.tuning._study_measurements import _compare, _measure_preset, _repeat_best, preset_for
 from dltune.tuning._thread_phase import check_search, run_thread_phase, search_spaces
-from dltune.tuning._worker import _run_here, _run_workers, job_core_sets
+from dltune.tuning._worker import _run_here, _run_workers, job_core_sets, prestart_worker
 
 __all__ = ["tune"]
 
@@ -284,7 +285,9 @@ def tune(
     check_sampler(sampler)
     check_pruner(pruner)
     quiet_optuna()
-    storage_obj = open_storage(url)
+    # Refused before a worker starts and exports the data set: nothing is written on a refusal.
+    url = checked_storage_url(url)
+    storage_obj = None
     if pool is None:
         from dltune.runtime import WorkerPool
 
@@ -298,6 +301,12 @@ def tune(
         for fw in ["+".join(names)] if one_study and len(names) > 1 else names:
             started = time.monotonic()
             fw_space, thread_space = search_spaces(full_space.without_knobs(fw), fw, search)
+            if workers == jobs == 1 and "+" not in fw and not fw_space.split()[1].dimensions:
+                # The space fixes threads and start-up knobs, so one worker runs every trial: it
+                # imports its framework while this process opens the storage and the study.
+                prestart_worker(pool, wl, fw_space, base.replace(framework=fw))
+            if storage_obj is None:
+                storage_obj = open_storage(url)
             spec = StudySpec(wl, fw, hw, fw_space, objs, cons, base.replace(framework=fw.split("+")[0]),
                              sampler if isinstance(sampler, str) else type(sampler).__name__,
                              pruner_name, seed, trials, thread_space, thread_configs)

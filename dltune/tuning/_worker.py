@@ -19,7 +19,7 @@ from dltune._log import Progress, quiet_optuna
 from dltune._storage_url import resolve_storage
 from dltune._validation import check_float, check_int
 from dltune.config._goals import refuse_renamed
-from dltune.tuning._objective import TrialRunner
+from dltune.tuning._objective import TrialRunner, _startup_environment
 from dltune.tuning._result import study_result
 from dltune.tuning._storage import (
     SQLiteWriters,
@@ -106,6 +106,25 @@ def _run_here(study: Any, storage: Any, spec: StudySpec, trials: int, time_budge
     finally:
         if bar is not None:
             bar.close()
+
+
+def prestart_worker(pool: Any, workload: Any, space: Any, base: Any) -> None:
+    """Start, in the background, the warm worker that the trials of ``space`` take from
+    ``pool``, for a space whose thread and start-up dimensions are all fixed (every trial's
+    run has the key :func:`dltune._bench.measure` asks for here); it imports its framework and
+    loads the data meanwhile (:meth:`dltune.runtime.WorkerPool.prestart`)."""
+    from dltune._bench import interpreter_for, worker_extra_env
+    from dltune.runtime import worker_environment
+    from dltune.runtime._arrays import export_arrays
+
+    config, knobs = space.to_config({n: d.value for n, d in space.dimensions.items() if d.fixed}, base)
+    interpreter = interpreter_for(config.framework)
+    with _startup_environment(knobs):  # as TrialRunner runs a trial
+        env = worker_environment(config.threads.environment(), worker_extra_env(config.framework),
+                                 interpreter)
+    pool.prestart(interpreter, env, {"backend": config.framework, "threads": config.threads.to_dict(),
+                                     "data_dir": str(export_arrays(workload.dataset)),
+                                     "fingerprint": workload.dataset.fingerprint()})
 
 
 def job_core_sets(jobs: int, cores_per_job: int) -> list[list[int]]:
