@@ -22,7 +22,7 @@ from dltune.measure._record import Measurement, now_iso
 from dltune.measure._store import BENCH_PREFIX, StudyStore
 
 __all__ = ["NOISY_TIMING_CV", "benchmark", "check_device", "interpreter_for", "mean_interval",
-           "measure", "measure_cell", "timing_cv", "worker_extra_env"]
+           "measure", "measure_cell", "timing_cv", "worker_extra_env", "worker_key"]
 
 _hardware_cache: dict[int | None, dict[str, Any]] = {}
 
@@ -69,6 +69,15 @@ def worker_extra_env(framework: str) -> dict[str, str]:
     return env
 
 
+def worker_key(config: TrainConfig) -> tuple[str, dict[str, str]]:
+    """The interpreter and environment of the worker that runs ``config`` (a pool's key)."""
+    from dltune.runtime import worker_environment
+
+    interpreter = interpreter_for(config.framework)
+    return interpreter, worker_environment(config.threads.environment(), worker_extra_env(config.framework),
+                                           interpreter)
+
+
 def measure(
     workload: Workload,
     config: TrainConfig,
@@ -79,7 +88,7 @@ def measure(
 ) -> Measurement:
     """Train ``config`` on ``workload`` once in a worker; failures become failed records."""
     from dltune.measure._sampler import ResourceSampler
-    from dltune.runtime import WorkerFailure, default_pool, worker_environment
+    from dltune.runtime import WorkerFailure, default_pool
     from dltune.runtime._arrays import export_arrays
 
     pool = pool or default_pool()
@@ -92,8 +101,7 @@ def measure(
         hardware=hardware_record(cores),
         started_at=started,
     )
-    interpreter = interpreter_for(config.framework)
-    env = worker_environment(config.threads.environment(), worker_extra_env(config.framework), interpreter)
+    interpreter, env = worker_key(config)
     if fault:
         # Test-only: the worker honours a fault request only when the parent enabled them.
         if os.environ.get("DLTUNE_ENABLE_FAULTS") != "1":

@@ -113,15 +113,12 @@ def prestart_worker(pool: Any, workload: Any, space: Any, base: Any) -> None:
     ``pool``, for a space whose thread and start-up dimensions are all fixed (every trial's
     run has the key :func:`dltune._bench.measure` asks for here); it imports its framework and
     loads the data meanwhile (:meth:`dltune.runtime.WorkerPool.prestart`)."""
-    from dltune._bench import interpreter_for, worker_extra_env
-    from dltune.runtime import worker_environment
+    from dltune._bench import worker_key
     from dltune.runtime._arrays import export_arrays
 
     config, knobs = space.to_config({n: d.value for n, d in space.dimensions.items() if d.fixed}, base)
-    interpreter = interpreter_for(config.framework)
     with _startup_environment(knobs):  # as TrialRunner runs a trial
-        env = worker_environment(config.threads.environment(), worker_extra_env(config.framework),
-                                 interpreter)
+        interpreter, env = worker_key(config)
     pool.prestart(interpreter, env, {"backend": config.framework, "threads": config.threads.to_dict(),
                                      "data_dir": str(export_arrays(workload.dataset)),
                                      "fingerprint": workload.dataset.fingerprint()})
