@@ -153,9 +153,10 @@ def _choice(chosen: Candidate, objective: str, configs: Sequence[TrainConfig], s
         f"{' and '.join(framework_label(f) for f in frameworks)}, the {framework_label(c.framework)} configuration with {c.optimizer}, learning rate "
         f"{c.learning_rate:g}, batch {c.batch_size} and {c.epochs} epochs has {goal}: "
         f"{100 * chosen.accuracy[0]:.1f}% {'measured' if chosen.measured_runs else 'predicted'}, at least {100 * chosen.accuracy[1]:.1f}%{ranked(chosen.ranked_accuracy)}, "
-        f"in {chosen.train_time_s[0]:.3g} s. Accuracy is ranked by the low end of its interval, "
-        "what the surrogates are confident of: a configuration predicted a little more accurate "
-        "but less surely ranks below."
+        f"in {chosen.train_time_s[0]:.3g} s. Accuracy is ranked by the low end of its interval"
+        + (f" blended with its point (weight {policy.point_share:g})" if objective != "accuracy" else "")
+        + ", what the surrogates are confident of: a configuration predicted a little more "
+        "accurate but less surely ranks below."
     ]
     others = []
     for fw in frameworks:

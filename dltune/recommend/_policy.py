@@ -27,6 +27,8 @@ class RecommendPolicy:
     """``time``: the fastest candidate ranked within this of the best (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     balanced_points_per_halving: float = 1.0
     """``balanced``: the accuracy points that halving the training time is worth (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
+    point_share: float = 0.5
+    """``balanced`` and ``time``: the share of the predicted point in the accuracy they rank, the rest the low end: a low end at chance (every candidate's, where some runs learn nothing) tells none apart (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     alternatives_within: float = 0.05
     """Alternatives come from the Pareto front's part ranked within this of the pick (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     min_framework_runs: int = 60
@@ -61,7 +63,7 @@ class RecommendPolicy:
                     check_int(name, v, 1)
             elif isinstance(f.default, int):
                 check_int(name, value, 1)
-            elif name in ("accuracy_tie", "time_objective_slack", "alternatives_within"):
+            elif name in ("accuracy_tie", "time_objective_slack", "alternatives_within", "point_share"):
                 check_float(name, value, 0.0, 1.0)
             elif name == "balanced_points_per_halving":
                 check_float(name, value, 0.0, None)

@@ -145,7 +145,9 @@ def recommend(
             ``time`` (fastest within ``policy.time_objective_slack`` of the most accurate) or
             ``balanced`` (accuracy points minus ``policy.balanced_points_per_halving`` per
             doubling of training time). Each ranks the accuracy a candidate is predicted to
-            reach at least, the low end of its interval, not the point.
+            reach at least, the low end of its interval, not the point; ``time`` and
+            ``balanced`` weigh the point too (``policy.point_share``): where every low end sits
+            at chance, the low ends alone would favour the fastest.
         constraints: ``max_train_time_s``, ``max_memory_mb``, ``min_accuracy`` (0..1)
             (:data:`dltune.config.CONSTRAINTS`), applied to the predicted values.
         frameworks: candidate frameworks (default: the maintained default frameworks the

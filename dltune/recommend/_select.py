@@ -25,8 +25,13 @@ def pick(objective: str, accuracy: np.ndarray, time: np.ndarray, point: np.ndarr
     """The index the objective prefers among the candidates (all assumed feasible); ``accuracy``
     is what the candidates are ranked by (``recommend`` passes the interval's low end), ``point``
     the predicted (or measured) accuracy itself, which breaks the ``accuracy`` objective's ties
-    (without it, the fastest of the tied wins). ``policy`` gives the ties' width, the ``time``
-    objective's slack and the ``balanced`` exchange rate."""
+    (without it, the fastest of the tied wins). The ``time`` and ``balanced`` objectives rank
+    ``policy.point_share`` of the point and the rest of ``accuracy``. ``policy`` gives the ties'
+    width, the ``time`` objective's slack and the ``balanced`` exchange rate."""
+    if point is not None and objective != "accuracy":
+        # Low ends at the chance floor tie every candidate, and the fastest (learning nothing)
+        # would win; the point still orders them (docs/explanation/how-recommend-decides.md#objectives-and-constraints).
+        accuracy = (1.0 - policy.point_share) * accuracy + policy.point_share * point
     if objective in ("accuracy", "time"):
         slack = policy.accuracy_tie if objective == "accuracy" else policy.time_objective_slack
         ok = np.flatnonzero(accuracy >= accuracy.max() - slack)

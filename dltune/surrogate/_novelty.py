@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any, Protocol
 
 import numpy as np
@@ -50,6 +51,19 @@ def _data_values(meta: dict[str, Any]) -> float | None:
         return (float(meta["n_train"]) + float(meta.get("n_test") or 0)) * float(meta["input_size"])
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _chance_low(meta: dict[str, Any], coverage: float) -> tuple[float, float] | None:
+    """Chance accuracy on ``meta``'s test set and the low end of a chance-level score's
+    ``coverage`` interval (the binomial noise of its test samples), or None where unknown."""
+    try:
+        k, n = int(meta["num_classes"]), float(meta["n_test"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if k < 2 or n <= 0:
+        return None
+    chance, z = 1.0 / k, NormalDist().inv_cdf(0.5 + coverage / 2)
+    return chance, max(0.0, chance - z * math.sqrt(chance * (1.0 - chance) / n))
 
 
 def _stretch(pred: dict[str, np.ndarray], key: str, factor: float, log_space: bool) -> None:
@@ -258,7 +272,9 @@ class NoveltyMixin:
         measured: :meth:`hedge_threads`.) Always, without a note: the memory interval's high end
         reaches at least ``policy.installation_memory_factor`` times its point, for the user's
         installation of the frameworks, whose mapped library pages differ from the knowledge
-        base's.
+        base's; and an accuracy low end at chance reaches down by the test set's sampling noise
+        of a chance-level score (:func:`_chance_low`): a run that learns nothing scores about
+        chance, below it as often as above.
         """
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
@@ -284,6 +300,12 @@ class NoveltyMixin:
                 _stretch(out, key, stretch, True)
             notes.append(f"training-time and memory intervals {unlike * stretch:.1f}x wider: the data "
                          f"set is {larger[0]:.3g}x the largest measured")
+        # A low end at chance: a run that learns nothing scores chance give or take its test
+        # set's sampling noise, so the floor itself bounds no such run.
+        chance = _chance_low(meta, self.coverage)
+        if chance is not None:
+            at_floor = out["accuracy_low"] <= chance[0] + 1e-9
+            out["accuracy_low"] = np.where(at_floor, np.minimum(out["accuracy_low"], chance[1]), out["accuracy_low"])
         # Another installation of the same frameworks (the user's): its mapped library pages.
         out["peak_rss_mb_high"] = np.maximum(out["peak_rss_mb_high"],
                                              out["peak_rss_mb"] * policy.installation_memory_factor)

@@ -88,3 +88,22 @@ def test_a_workload_is_no_longer_flagged_once_the_knowledge_base_covers_it(shipp
     covered = copy.deepcopy(shipped.workloads_) + [{"name": "synthetic-100", "model": "lenet", "meta": new}]
     monkeypatch.setattr(shipped, "workloads_", covered)
     assert shipped.outside_reasons(new) == []
+
+
+def test_a_low_end_at_chance_reaches_down_by_the_test_set_s_sampling_noise(shipped, digits):
+    """A run that learns nothing scores chance give or take its test set's sampling noise: a low
+    end at chance extends below it (as far as the interval's coverage of such a score); another
+    low end is left as it is."""
+    from statistics import NormalDist
+
+    meta, hardware = digits
+    chance, n = 1 / meta["num_classes"], meta["n_test"]
+    pred = {k: np.array(v) for k, v in (("accuracy", [0.3, 0.8]), ("accuracy_low", [chance, 0.7]),
+                                         ("accuracy_high", [0.9, 0.85]), ("train_time_s", [1.0, 1.0]),
+                                         ("train_time_s_low", [0.5, 0.5]), ("train_time_s_high", [2.0, 2.0]),
+                                         ("peak_rss_mb", [300.0, 300.0]), ("peak_rss_mb_low", [250.0, 250.0]),
+                                         ("peak_rss_mb_high", [400.0, 400.0]))}
+    out, _ = shipped.widen(pred, meta, hardware, POLICY)
+    noise = NormalDist().inv_cdf(0.9) * np.sqrt(chance * (1 - chance) / n)
+    assert 0 < noise < chance and out["accuracy_low"] == pytest.approx([chance - noise, 0.7])
+    assert out["accuracy_high"] == pytest.approx([0.9, 0.85])
