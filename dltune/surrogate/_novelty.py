@@ -254,7 +254,8 @@ class NoveltyMixin:
         The intervals were calibrated on measured workloads and hardware; outside them they
         would claim a confidence the data cannot give. A workload at distance ``d`` (from the
         nearest measured workload of its model) beyond the out-of-distribution threshold ``t``
-        gets every interval's width multiplied by ``1 + d / t``, a model never measured by
+        gets every interval's width multiplied by ``1 + d / t`` (nearer, the accuracy interval's
+        alone, without a note), a model never measured by
         ``1 + max(d, t) / t``, and so a workload outside the measured range
         (:meth:`outside_reasons`); a data set ``r`` > ``policy.data_size_ood`` times the largest measured gets
         the training-time and memory intervals' widths (in log space) multiplied by
@@ -279,7 +280,14 @@ class NoveltyMixin:
         self._check_fitted()
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         notes = []
-        _, why, unlike = self._unlike(meta, k=1)
+        nearest, why, unlike = self._unlike(meta, k=1)
+        if unlike == 1.0 and nearest and nearest[0][1] > 0:
+            # A workload not measured, though like the measured ones: its accuracy band widens
+            # with the distance to the nearest (1 + d / t), silently; unseen workloads fell
+            # outside the bands calibrated on held-out ones (benchmarks/unseen_workloads.py).
+            _stretch(out, "accuracy", 1.0 + nearest[0][1] / self.ood_threshold_, False)
+            out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
+            out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
         if unlike > 1.0:
             for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
                 _stretch(out, key, unlike, log_space)

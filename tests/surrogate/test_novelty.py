@@ -82,6 +82,23 @@ def test_intervals_widen_for_a_workload_outside_the_measured_range(shipped, digi
     assert wide["train_time_s_high"][0] == pytest.approx(np.exp(stretch * np.log(2.0)))
 
 
+def test_an_unmeasured_workload_within_the_range_widens_its_accuracy_band_with_the_distance(shipped, digits):
+    """Not flagged, not noted: only the accuracy interval widens, by 1 + d / t."""
+    meta, hardware = digits
+    near = dict(meta, n_train=int(meta["n_train"] * 0.8), landmark_logreg=meta["landmark_logreg"] - 0.05)
+    (_, d), = shipped.nearest_workloads(near, k=1)
+    assert 0 < d < shipped.ood_threshold_ and shipped.novelty(near, hardware, POLICY)[:2] == (False, [])
+    pred = {k: np.array([v]) for k, v in (("accuracy", 0.8), ("accuracy_low", 0.7), ("accuracy_high", 0.85),
+                                           ("train_time_s", 1.0), ("train_time_s_low", 0.5),
+                                           ("train_time_s_high", 2.0), ("peak_rss_mb", 300.0),
+                                           ("peak_rss_mb_low", 250.0), ("peak_rss_mb_high", 400.0))}
+    out, notes = shipped.widen(pred, near, hardware, POLICY)
+    stretch = 1 + d / shipped.ood_threshold_
+    assert out["accuracy_low"][0] == pytest.approx(0.8 - stretch * 0.1)
+    assert out["accuracy_high"][0] == pytest.approx(0.8 + stretch * 0.05)
+    assert out["train_time_s_low"][0] == 0.5 and not [n for n in notes if "wider" in n]
+
+
 def test_a_workload_is_no_longer_flagged_once_the_knowledge_base_covers_it(shipped, digits, monkeypatch):
     meta, _ = digits
     new = _hundred_classes_64x64(meta)
