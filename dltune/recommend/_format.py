@@ -120,8 +120,9 @@ def summary(rec: Recommendation, more: str | None = None) -> str:
         tail.append(_joined("  own default presets: ", [_default_text(d) for d in rec.defaults], more))
     if rec.retired is not None:
         tail.append(_config_line("  for comparison: ", rec.retired))
-    if memory_note(rec):
-        tail.append(f"  note: {memory_note(rec)}")
+    memory = memory_note(rec)
+    if memory:
+        tail.append(f"  note: {memory}")
     if rec.caveat:
         tail.append(f"  note: {rec.caveat}")
     if rec.threads_note:
@@ -164,8 +165,9 @@ def details(rec: Recommendation) -> str:
         lines.append("  " + "; ".join(rec.interval_notes))
     if rec.threads_note:
         lines.append(f"  threads: {rec.threads_note}")
-    if memory_note(rec):
-        lines.append(f"  {memory_note(rec)}")
+    memory = memory_note(rec)
+    if memory:
+        lines.append(f"  {memory}")
     for alt in rec.alternatives:
         lines.append(f"  alternative {framework_label(alt.config.framework)}: {config_text(alt.config)} "
                      f"-> {alt.outcome()}")

@@ -182,23 +182,14 @@ def fitted_model(
     if calibration or (calibration is None and kb_path is None):
         stored = stored + calibration_records()
     key = _fit_key(kb_files, stored, extra)
-    if not refit and key in _MEMORY:
-        return _MEMORY[key]
-    from dltune._paths import cache_dir
-
-    path = cache_dir() / "surrogates" / f"{key}.npz"
-    model = None
-    if not refit:
-        model = _load(path)
-        if model is not None:
-            _touch(path)  # used now: the last to be pruned
-        else:
-            model = _load(shipped_model_dir() / f"{key}.npz")
+    path = _cache_path(key)
+    model = None if refit else _at_hand(key)
     if model is None and not refit and not extra:
         model = _with_new_probes(kb_files, stored)
+        if model is not None:
+            _save(model, path)
     if model is None:
-        kb = [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
-        all_records = _unique(kb + extra + stored)
+        all_records = _unique(_kb_records(kb_files) + extra + stored)
         if not all_records:
             missing = str(kb_path) if kb_path is not None else str(shipped_kb_path())
             raise ParameterError(
@@ -213,32 +204,55 @@ def fitted_model(
         started = time.perf_counter()
         model = PerformanceModel().fit(all_records)
         logger.info("fitted in %.1f s", time.perf_counter() - started)
-        try:
-            model.save(path)
-            _prune(path.parent, CACHE_KEEP)
-        except OSError:
-            pass  # a read-only cache only costs a refit next time
+        _save(model, path)
     _MEMORY[key] = model
     return model
 
 
+def _cache_path(key: str) -> Path:
+    from dltune._paths import cache_dir
+
+    return cache_dir() / "surrogates" / f"{key}.npz"
+
+
+def _at_hand(key: str) -> PerformanceModel | None:
+    """The fit of ``key`` made in this process, in the cache (marked used now) or shipped in
+    the package; None where there is none."""
+    if key in _MEMORY:
+        return _MEMORY[key]
+    path = _cache_path(key)
+    model = _load(path)
+    if model is not None:
+        _touch(path)  # used now: the last to be pruned
+        return model
+    return _load(shipped_model_dir() / f"{key}.npz")
+
+
+def _save(model: PerformanceModel, path: Path) -> None:
+    try:
+        model.save(path)
+        _prune(path.parent, CACHE_KEEP)
+    except OSError:
+        pass  # a read-only cache only costs a refit next time
+
+
+def _kb_records(kb_files: Sequence[Path]) -> list[dict[str, Any]]:
+    return [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
+
+
 def _with_new_probes(kb_files: Sequence[Path], stored: Sequence[dict[str, Any]]) -> PerformanceModel | None:
     """The fit on the knowledge base and ``stored`` made from the fit without the quick
-    calibration's probes made here (cached or shipped) in seconds, or None where that fit is
-    not at hand: probes teach the machine layers only (:func:`~dltune.surrogate._split.with_probes`)."""
+    calibration's probes made here (at hand: :func:`_at_hand`) in seconds, or None where that
+    fit is not at hand: probes teach the machine layers only (:func:`~dltune.surrogate._split.with_probes`)."""
     new = [r for r in stored if is_probe(r) and not (r.get("kb") or {}).get("shipped")]
     if not new:
         return None
-    from dltune._paths import cache_dir
-
     added = {id(r) for r in new}
-    key = _fit_key(kb_files, [r for r in stored if id(r) not in added], [])
-    base = _MEMORY.get(key) or _load(cache_dir() / "surrogates" / f"{key}.npz") or _load(shipped_model_dir() / f"{key}.npz")
+    base = _at_hand(_fit_key(kb_files, [r for r in stored if id(r) not in added], []))
     if base is None:
         return None
     started = time.perf_counter()
-    kb = [r.to_dict() for f in kb_files for r in load_shipped_records(f)]
-    model = with_probes(base, _unique(kb + list(stored)))
+    model = with_probes(base, _unique(_kb_records(kb_files) + list(stored)))
     if model is not None:
         logger.info("updated the fit with %d calibration probes in %.1f s", len(new), time.perf_counter() - started)
     return model

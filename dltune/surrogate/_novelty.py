@@ -281,18 +281,17 @@ class NoveltyMixin:
         out = {k: np.array(v, dtype=np.float64, copy=True) for k, v in pred.items()}
         notes = []
         nearest, why, unlike = self._unlike(meta, k=1)
-        if unlike == 1.0 and nearest and nearest[0][1] > 0:
-            # A workload not measured, though like the measured ones: its accuracy band widens
-            # with the distance to the nearest (1 + d / t), silently; unseen workloads fell
-            # outside the bands calibrated on held-out ones (benchmarks/unseen_workloads.py).
-            _stretch(out, "accuracy", 1.0 + nearest[0][1] / self.ood_threshold_, False)
+        # A workload not measured, though like the measured ones, still widens its accuracy band
+        # with the distance to the nearest (1 + d / t), silently: unseen workloads fell outside
+        # the bands calibrated on held-out ones (benchmarks/unseen_workloads.py).
+        accuracy = unlike if unlike > 1.0 or not nearest else 1.0 + nearest[0][1] / self.ood_threshold_
+        if accuracy > 1.0:
+            _stretch(out, "accuracy", accuracy, False)
             out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
             out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
         if unlike > 1.0:
-            for key, log_space in (("accuracy", False), ("train_time_s", True), ("peak_rss_mb", True)):
-                _stretch(out, key, unlike, log_space)
-            out["accuracy_low"] = np.clip(out["accuracy_low"], 0.0, 1.0)
-            out["accuracy_high"] = np.clip(out["accuracy_high"], 0.0, 1.0)
+            for key in ("train_time_s", "peak_rss_mb"):
+                _stretch(out, key, unlike, True)
             notes.append(f"intervals {unlike:.1f}x wider: {why or _UNLIKE}")
             if consensus is not None:
                 out["accuracy_low"] = np.minimum(out["accuracy_low"], consensus[0])
