@@ -139,9 +139,13 @@ def test_the_shipped_surrogates_are_the_fit_of_what_the_package_ships(tmp_path):
     assert ships.n_records_ == here.n_records_
     rows = [record_row(r) for r in _shipped_fit_records() if r["status"] == "ok"]
     a, b = ships.predict(rows), here.predict(rows)
-    if ships.fitted_with_.get("scikit-learn") == sklearn.__version__:
+    if ships.fitted_with_ == here.fitted_with_:
         for key in a:
             np.testing.assert_allclose(a[key], b[key], rtol=1e-6, err_msg=key)
+    elif ships.fitted_with_.get("scikit-learn") == sklearn.__version__:
+        # Other BLAS kernels (another CPU) round the time model's sums otherwise: the last digits.
+        for key in a:
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-2, err_msg=key)
     else:  # another scikit-learn may grow other trees: the same model, not the same digits
         for key in ("train_time_s", "peak_rss_mb"):
             assert np.median(np.abs(a[key] / b[key] - 1)) < 0.05, key
