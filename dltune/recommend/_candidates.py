@@ -92,7 +92,8 @@ def candidate_configs(
     """
     rng = np.random.default_rng(seed)
     low_e, high_e = epochs_range
-    epochs = sorted({low_e, high_e, *np.linspace(low_e, high_e, policy.candidate_epochs).round().astype(int).tolist()})
+    # Spaced by ratio, not difference: 1 to 2 epochs is as large a step in time as 15 to 30.
+    epochs = sorted({low_e, high_e, *np.geomspace(low_e, high_e, policy.candidate_epochs).round().astype(int).tolist()})
     threads = candidate_threads(usable_cores, most_threads)
     batches = policy.candidate_batches
     per_cell = max(1, policy.grid_per_framework // (len(OPTIMIZERS) * len(batches) * len(epochs) * len(threads)))

@@ -37,8 +37,8 @@ class RecommendPolicy:
     """Workloads those runs span (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     candidate_batches: tuple[int, ...] = (16, 32, 64, 128, 256)
     """The grid's batch sizes (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
-    candidate_epochs: int = 4
-    """Epoch counts spread over the measured range, its ends included (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
+    candidate_epochs: int = 6
+    """Epoch counts spread by ratio over the measured range, its ends included (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     grid_per_framework: int = 160
     """Each optimizer x batch x epochs x threads cell gets max(1, this // cells) triples of learning rates (docs/explanation/how-recommend-decides.md#objectives-and-constraints)."""
     data_size_ood: float = 2.0

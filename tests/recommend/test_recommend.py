@@ -384,6 +384,18 @@ def test_runs_measured_on_another_machine_calibrate_its_recommendation(kb, workl
     assert rec.predicted["train_time_s"][0] == pytest.approx(3.0 * same.predicted["train_time_s"][0], rel=1e-9)
 
 
+def test_candidate_epochs_are_spaced_by_ratio_with_both_ends():
+    """Short training gets as fine a grid as long: 1, 2, 4, ... rather than 1, 11, 20, 30."""
+    from dltune.recommend._candidates import candidate_configs
+
+    def epochs(low: int, high: int) -> list[int]:
+        return sorted({c.epochs for c in candidate_configs(["numpy"], 1, (low, high)) if c.preset_name is None})
+
+    assert epochs(1, 30) == [1, 2, 4, 8, 15, 30]
+    assert epochs(1, 6) == [1, 2, 3, 4, 6]
+    assert epochs(3, 3) == [3]
+
+
 def test_more_threads_than_a_calibrated_machine_measured_are_not_proposed(kb, workload, tiny_kb, monkeypatch):
     """A 16-core machine calibrated at 1 and 2 threads: its candidates keep to them (its thread
     grid, 1, 2, 4, 8, 16, is what runs with all its cores would support)."""
