@@ -2,7 +2,7 @@
 
     python benchmarks/unseen_workloads.py [--configs 30] [--seeds 3] [--per-family 2]
         [--families mlp,cnn,resnet,conv1d,rnn] [--frameworks torch,tensorflow] [--max-epochs 30]
-        [--json] [--quick]
+        [--runs FILE] [--json] [--quick]
 
 For each model family (``dltune.models.model_family``: ``mlp`` on tabular rows, ``cnn``,
 ``resnet``, ``conv1d`` and ``rnn`` on images, token ids and sequences) it draws ``--per-family``
@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 import zlib
+from pathlib import Path
 from typing import Any
 
 DATA_SEED = 7  # the knowledge base's synthetic data sets are seed 0
@@ -109,12 +110,29 @@ def _intervals(perf: Any, meta: dict[str, Any], hardware: dict[str, Any], config
     return list(zip(pred["accuracy_low"].tolist(), pred["accuracy_high"].tolist(), strict=True))
 
 
-def _measure(workload: Any, configs: list, pool: Any) -> list[tuple[float, float] | None]:
-    """(accuracy, training time) of one run of each configuration; None where it failed."""
+def _measure(workload: Any, configs: list, pool: Any, runs_file: str | None) -> list[tuple[float, float] | None]:
+    """(accuracy, training time) of one run of each configuration; None where it failed. With
+    ``runs_file``, runs it holds (same workload, same configuration and seed) are reused and new
+    ones appended: a rerun after a change to ``recommend`` measures only the new picks."""
     import dltune
 
-    runs = dltune.benchmark(workload, configs, storage=None, pool=pool)
-    return [(m.metrics["test_accuracy"], m.metrics["train_time_s"]) if m.ok else None for m in runs]
+    keys = [json.dumps({"workload": workload.name, "data": dict(workload.dataset.params), "config": c.to_dict()},
+                       sort_keys=True, default=str) for c in configs]
+    known: dict[str, Any] = {}
+    if runs_file and Path(runs_file).exists():
+        for line in Path(runs_file).read_text().splitlines():
+            entry = json.loads(line)
+            known[entry["key"]] = entry["run"]
+    todo = [c for c, k in zip(configs, keys, strict=True) if k not in known]
+    if todo:
+        runs = dltune.benchmark(workload, todo, storage=None, pool=pool)
+        new = {k: (m.metrics["test_accuracy"], m.metrics["train_time_s"]) if m.ok else None
+               for k, m in zip([k for k in keys if k not in known], runs, strict=True)}
+        if runs_file:
+            with open(runs_file, "a") as f:
+                f.writelines(json.dumps({"key": k, "run": r}) + "\n" for k, r in new.items())
+        known.update(new)
+    return [None if known[k] is None else tuple(known[k]) for k in keys]
 
 
 def _one_workload(family: str, dataset: str, model: str, params: dict[str, Any], args: argparse.Namespace,
@@ -138,7 +156,7 @@ def _one_workload(family: str, dataset: str, model: str, params: dict[str, Any],
     for s in range(args.seeds):
         sample = _random_configs(candidates, args.configs, args.max_epochs, s, workload.name)
         configs = [c.replace(seed=RUN_SEED + s) for c in [*fixed.values(), *sample]]
-        measured = _measure(workload, configs, pool)
+        measured = _measure(workload, configs, pool, args.runs)
         intervals = _intervals(perf, meta, hardware, configs)
         covered = [low <= m[0] <= high for m, (low, high) in zip(measured, intervals, strict=True) if m]
         drawn = [m for m in measured[len(fixed):] if m]
@@ -199,6 +217,8 @@ def main() -> None:
     parser.add_argument("--max-epochs", type=int, default=30, help="the random sample's longest training (default 30)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 1 workload per family, tiny data, 2 configurations, 1 seed, 2 epochs")
+    parser.add_argument("--runs", metavar="FILE", default=None,
+                        help="a JSON-lines file of measured runs: those it holds are reused, new ones appended")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.quick:

@@ -92,6 +92,16 @@ def _overall_presets(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def recommendable(model: Any, held: Sequence[dict[str, Any]], policy: RecommendPolicy) -> np.ndarray:
+    """Which of a held-out workload's runs ``recommend`` would choose among when no framework is
+    named: those of its default candidates (never a retired framework), or all where none is."""
+    from dltune.recommend._candidates import default_frameworks
+
+    allowed = set(default_frameworks(model.predictable_frameworks(
+        policy.min_framework_runs, policy.min_framework_workloads), here=False))
+    return np.array([i for i, d in enumerate(held) if d["config"]["framework"] in allowed] or range(len(held)))
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -251,7 +261,6 @@ def validate_kb(
     """
     from dltune.hardware import cpu_identity
     from dltune.kb._store import load_shipped_records
-    from dltune.recommend._candidates import default_frameworks
     from dltune.recommend._recommend import RECOMMEND_OBJECTIVES
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import memory_as_now, ran_in_new_process, workload_facts
@@ -319,10 +328,7 @@ def validate_kb(
         # the rest is scored on the runs the fit has not seen (all of them without own runs).
         # Among recommend's default candidates (never a retired framework), the regret against
         # the best of those same candidates: what a user asking for no framework gets.
-        allowed = set(default_frameworks(model.predictable_frameworks(
-            policy.min_framework_runs, policy.min_framework_workloads), here=False))
-        among = np.array([i for i, d in enumerate(held) if d["config"]["framework"] in allowed]
-                         or range(len(held)))
+        among = recommendable(model, held, policy)
         chosen = as_recommended.pick(objective, among)
         best = int(among[np.lexsort((t_true[among], -a_true[among]))[0]])
         regret = round(100 * float(a_true[best] - a_true[chosen]), 9)
