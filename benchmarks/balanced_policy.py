@@ -4,8 +4,9 @@
         [--objectives balanced,time] [--scores FILE] [--json]
 
 Leave-one-workload-out over the shipped knowledge base, as ``dltune kb validate`` holds out
-(each workload's runs scored by surrogates fitted on the others, through ``score_candidates``,
-among the candidates ``recommend`` would choose from: ``dltune.kb._validate.recommendable``).
+(``dltune.kb._validate.held_out_workloads``): each workload's runs scored by surrogates fitted
+on the others, through ``score_candidates``, among the candidates ``recommend`` would choose
+from (``dltune.kb._validate.recommendable``).
 The fits are the slow part (one per workload, minutes in all); ``--scores FILE`` keeps them
 (a pickle) so that another grid reuses them. Then, for every ``RecommendPolicy`` of the grid
 (``balanced_points_per_halving`` x ``point_share``, the other knobs at their defaults; both only
@@ -42,18 +43,14 @@ def held_out_scores(progress: bool = True) -> list[dict[str, Any]]:
     choose among, and the candidates as scored by surrogates fitted on the other workloads."""
     from dltune._log import Progress
     from dltune.kb._store import load_shipped_records
-    from dltune.kb._validate import _measured, recommendable
+    from dltune.kb._validate import _measured, held_out_workloads, recommendable
     from dltune.recommend._pipeline import score_candidates
     from dltune.recommend._policy import DEFAULT_POLICY
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import workload_facts
-    from dltune.surrogate._records import display_name, workload_label
+    from dltune.surrogate._records import display_name
 
-    data = usable_records(load_shipped_records())
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for d in data:
-        groups.setdefault(workload_label(d), []).append(d)
-    held_out = [(label, held) for label, held in sorted(groups.items()) if len(held) >= 3]
+    groups, held_out = held_out_workloads(usable_records(load_shipped_records()))
     bar = Progress(len(held_out), "fit", unit="workload") if progress else None
     out = []
     for label, held in held_out:

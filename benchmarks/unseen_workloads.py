@@ -123,11 +123,11 @@ def _measure(workload: Any, configs: list, pool: Any, runs_file: str | None) -> 
         for line in Path(runs_file).read_text().splitlines():
             entry = json.loads(line)
             known[entry["key"]] = entry["run"]
-    todo = [c for c, k in zip(configs, keys, strict=True) if k not in known]
+    todo = [(c, k) for c, k in zip(configs, keys, strict=True) if k not in known]
     if todo:
-        runs = dltune.benchmark(workload, todo, storage=None, pool=pool)
+        runs = dltune.benchmark(workload, [c for c, _ in todo], storage=None, pool=pool)
         new = {k: (m.metrics["test_accuracy"], m.metrics["train_time_s"]) if m.ok else None
-               for k, m in zip([k for k in keys if k not in known], runs, strict=True)}
+               for (_, k), m in zip(todo, runs, strict=True)}
         if runs_file:
             with open(runs_file, "a") as f:
                 f.writelines(json.dumps({"key": k, "run": r}) + "\n" for k, r in new.items())

@@ -92,6 +92,21 @@ def _overall_presets(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def held_out_workloads(data: Sequence[dict[str, Any]], min_records: int = 3, own_runs: int = 0
+                       ) -> tuple[dict[str, list[dict[str, Any]]], list[tuple[str, list[dict[str, Any]]]]]:
+    """Usable records by workload label, and the workloads held out in turn (by label): those
+    with ``min_records`` runs and ``own_runs + min_records`` configurations or more."""
+    from dltune.surrogate._records import workload_label
+    from dltune.surrogate._seed_noise import measured_key
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for d in data:
+        groups.setdefault(workload_label(d), []).append(d)
+    held_out = [(label, held) for label, held in sorted(groups.items())
+                if len(held) >= min_records and len(by_config(held, measured_key)) >= own_runs + min_records]
+    return groups, held_out
+
+
 def recommendable(model: Any, held: Sequence[dict[str, Any]], policy: RecommendPolicy) -> np.ndarray:
     """Which of a held-out workload's runs ``recommend`` would choose among when no framework is
     named: those of its default candidates (never a retired framework), or all where none is."""
@@ -265,7 +280,7 @@ def validate_kb(
     from dltune.surrogate import PerformanceModel, record_row, usable_records
     from dltune.surrogate._features import memory_as_now, ran_in_new_process, workload_facts
     from dltune.surrogate._machines import blas_kernels
-    from dltune.surrogate._records import display_name, epochs_ran, workload_label
+    from dltune.surrogate._records import display_name, epochs_ran
 
     check_choice("objective", objective, RECOMMEND_OBJECTIVES)
     check_int("own_runs", own_runs, 0)
@@ -277,9 +292,7 @@ def validate_kb(
     started = time.monotonic()
     loaded: list[Any] = load_shipped_records() if records is None else _load(records, "records")
     data = usable_records(loaded)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for d in data:
-        groups.setdefault(workload_label(d), []).append(d)
+    groups, held_out = held_out_workloads(data, min_records, own_runs)
     if len(groups) < 2:
         raise ParameterError(
             f"The 'records' parameter must cover at least 2 workloads. Got {len(groups)} instead."
@@ -291,8 +304,6 @@ def validate_kb(
     machine_errors: dict[str, list[float]] = {}
     from dltune.surrogate._seed_noise import measured_key
 
-    held_out = [(label, held) for label, held in sorted(groups.items())
-                if len(held) >= min_records and len(by_config(held, measured_key)) >= own_runs + min_records]
     if not held_out:
         raise ParameterError(
             f"No workload has {own_runs + min_records} configurations or more to hold out with "
