@@ -51,6 +51,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--time-budget", type=duration, metavar="DURATION",
                        help="start no run after this long: 90, 90s, 20m, 8h (default: no limit)")
     add_renamed(build, budget_hours="--time-budget")
+    build.add_argument("--models", help="comma-separated: measure only the suite's workloads of these models")
     build.add_argument("--configs-per-pair", type=int, default=24,
                        help="space-filling configurations per workload x framework (default: 24)")
     build.add_argument("--repeats", type=int, default=3,
@@ -173,14 +174,16 @@ def run_build(args: argparse.Namespace) -> int:
 
     frameworks = _frameworks(args)
     # The build's own checks, before the warning of a busy machine; all --plan does besides.
+    # Checked against the suite's models by plan_build, after the suite itself.
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models is not None else None
     planned = plan_build(args.suite, args.out, frameworks, args.time_budget, args.configs_per_pair,
-                         args.repeats, args.fresh, args.quiet_wait)
+                         args.repeats, args.fresh, args.quiet_wait, models=models)
     if args.plan:
         return _print_plan(args, planned.runs)
     _warn_if_loaded()
     result = build_kb(args.suite, args.out, frameworks, args.time_budget, args.configs_per_pair,
                       args.repeats, fresh=args.fresh, progress=not (args.json or args.quiet),
-                      command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait)
+                      command="dltune " + " ".join(sys.argv[1:]), quiet_wait_s=args.quiet_wait, models=models)
     _print_result(args, result)
     return 0
 

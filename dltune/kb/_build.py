@@ -195,7 +195,7 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
         "host_versions": _library_versions(),
         "sessions": sessions + [{"command": command, "started_at": now_iso(), "budget_s": budget_s,
                                  "machine": hw.fingerprint}],
-        "workloads": [w.to_dict() | {"name": w.name} for w in {p.workload.name: p.workload for p in plan}.values()],
+        "workloads": _provenance_workloads(plan),
         "planned_runs": len(plan),
         "design": (
             "Per workload x framework: scrambled Sobol configurations over optimizer, learning "
@@ -215,6 +215,10 @@ def _provenance(folder: Path, suite: str, frameworks: list[str], command: str,
         # again), written by whoever made them; kept across sessions.
         "edits": old.get("edits", []),
     }
+
+
+def _provenance_workloads(plan: list[PlannedRun]) -> list[dict[str, Any]]:
+    return [w.to_dict() | {"name": w.name} for w in {p.workload.name: p.workload for p in plan}.values()]
 
 
 def machine_plan(suite: str, frameworks: list[str], configs_per_pair: int, repeats: int, fresh: int,
@@ -250,6 +254,7 @@ def plan_build(
     fresh: int = 3,
     quiet_wait_s: float = 0.0,
     all_cores: bool = False,
+    models: list[str] | None = None,
 ) -> BuildPlan:
     """Every check :func:`build_kb` makes before its first run, and what it would then measure;
     writes nothing. ``build_kb`` calls it, and so does ``--plan``: a plan is printed only for
@@ -280,6 +285,13 @@ def plan_build(
                 )
             interpreter_for(name)
     runs = machine_plan(suite, list(frameworks), configs_per_pair, repeats, fresh, all_cores)
+    if models is not None:
+        # The same runs (keys) as the whole suite's: a filtered build resumes and is resumed by it.
+        known = list(dict.fromkeys(w.model for w in SUITES[suite]))
+        if not models:
+            raise ParameterError(f"The 'models' parameter must name at least one model of the {suite!r} suite. Got none.")
+        models = [check_choice("models", m, known) for m in models]
+        runs = [r for r in runs if r.workload.model in models]
     folder = check_out_dir("out", out if out is not None else default_build_dir(suite), make=False)
     return BuildPlan(list(frameworks), folder, runs, time_budget_s, quiet_wait_s)
 
@@ -297,6 +309,7 @@ def build_kb(
     pool=None,
     quiet_wait_s: float = 0.0,
     all_cores: bool = False,
+    models: list[str] | None = None,
     **renamed: Any,
 ) -> BuildResult:
     """Measure ``suite`` into ``out`` (append-only ``records.jsonl`` + ``provenance.json``).
@@ -316,6 +329,7 @@ def build_kb(
             as many threads as cores, far beyond its own share.
         all_cores: on a machine with more than 2 usable cores, also run each space-filling
             configuration with every usable core (``plan_suite``'s ``all_cores``).
+        models: measure only the suite's workloads of these models (the rest stay planned).
     """
     import psutil
 
@@ -323,7 +337,7 @@ def build_kb(
 
     refuse_renamed("build_kb", renamed)
     planned = plan_build(suite, out, frameworks, time_budget_s, configs_per_pair, repeats, fresh,
-                         quiet_wait_s, all_cores)
+                         quiet_wait_s, all_cores, models)
     frameworks, plan, budget_s = planned.frameworks, planned.runs, planned.budget_s
     quiet_wait_s = planned.quiet_wait_s
     folder = check_out_dir("out", planned.folder)
@@ -334,11 +348,12 @@ def build_kb(
         done = store.done_keys()
         todo = [p for p in plan if p.key not in done]
         provenance = _provenance(folder, suite, frameworks, command, plan, budget_s)
-        # A session that measures some of the folder's frameworks (--frameworks) leaves the
-        # others' runs in the folder: the folder's frameworks and plan cover them all.
-        if provenance["frameworks"] != frameworks:
-            provenance["planned_runs"] = len(machine_plan(suite, provenance["frameworks"], configs_per_pair,
-                                                          repeats, fresh, all_cores))
+        # A session that measures some of the folder's frameworks (--frameworks) or models
+        # (--models) leaves the others' runs in the folder: the folder's plan covers them all.
+        if provenance["frameworks"] != frameworks or models is not None:
+            whole = machine_plan(suite, provenance["frameworks"], configs_per_pair, repeats, fresh, all_cores)
+            provenance["planned_runs"] = len(whole)
+            provenance["workloads"] = _provenance_workloads(whole)
         _write_provenance(folder, provenance)
         own_pool = pool is None
         if own_pool:

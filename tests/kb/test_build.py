@@ -8,6 +8,7 @@ import pytest
 
 from dltune._errors import DltuneError, ParameterError
 from dltune.kb import RecordStore, build_kb, export_kb, load_shipped_records, plan_suite
+from dltune.kb._suite import SUITES
 
 pytestmark = pytest.mark.slow
 
@@ -403,4 +404,31 @@ def test_plan_makes_nothing_and_lists_what_the_build_measures(tmp_path, monkeypa
     assert result.planned == len(keys) and {e["kb"]["key"] for e in RecordStore(out).entries()} == set(keys)
     with pytest.raises(ParameterError, match="The 'frameworks' parameter must name at least one backend"):
         build_kb("tiny", tmp_path / "other", [])  # measured torch and tensorflow unasked
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_build_of_some_models_measures_the_whole_suites_runs_of_those_and_keeps_the_rest_planned(
+        tmp_path, monkeypatch, capsys):
+    """``--models text_lstm`` thickens one family: its runs are the whole suite's (same keys, so
+    either build resumes the other), and the provenance still plans and lists every workload."""
+    from dltune.cli import main
+    from dltune.kb._build import machine_plan, plan_build
+
+    whole = plan_build("families", tmp_path / "kb", ["numpy"], configs_per_pair=3, repeats=1, fresh=1)
+    some = plan_build("families", tmp_path / "kb", ["numpy"], configs_per_pair=3, repeats=1, fresh=1,
+                      models=["text_lstm", "resnet8"])
+    assert {p.workload.model for p in some.runs} == {"text_lstm", "resnet8"}
+    assert [p.key for p in some.runs] == [p.key for p in whole.runs if p.workload.model in ("text_lstm", "resnet8")]
+    build_kb("families", tmp_path / "kb", ["numpy"], time_budget_s=1e-6, configs_per_pair=3, repeats=1, fresh=1,
+             models=["text_lstm"])
+    provenance = json.loads((tmp_path / "kb" / "provenance.json").read_text())
+    assert provenance["planned_runs"] == len(machine_plan("families", ["numpy"], 3, 1, 1)) == len(whole.runs)
+    assert {w["model"] for w in provenance["workloads"]} == {w.model for w in SUITES["families"]}
+    monkeypatch.setenv("DLTUNE_CACHE", str(tmp_path / "cache"))
+    for given, says in (("text_lsm", "The 'models' parameter must be one of {'tabular_mlp', 'mlp', 'text_conv', "
+                                     "'text_lstm', 'resnet8', 'lenet', 'cifar_quick'}. Got 'text_lsm' instead."),
+                        (",", "The 'models' parameter must name at least one model of the 'families' suite. Got none.")):
+        assert main(["kb", "build", "--suite", "families", "--frameworks", "numpy", "--models", given,
+                     "--out", str(tmp_path / "other"), "--plan"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"dltune kb build: error: {says}"]
     assert not (tmp_path / "other").exists()
