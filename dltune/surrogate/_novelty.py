@@ -227,18 +227,20 @@ class NoveltyMixin:
         workloads (:meth:`outside_reasons`) and the distance to them: (flag, reasons, nearest)."""
         nearest, _, unlike = self._unlike(meta, k=3)
         outside = self.outside_reasons(meta)
+        # The measured ranges a workload leaves come before its distance: they name what differs.
         reasons = []
         if not self.model_measured(meta.get("model")):
             measured = sorted({str(w.get("model")) for w in self.workloads_})
             reasons.append(f"model {meta['model']!r} was never measured (measured: {', '.join(measured)}): "
                            "its accuracy is predicted from other models' runs")
-        elif unlike > 1.0 and (not outside or nearest[0][1] > self.ood_threshold_):
+        reasons.extend(outside)
+        if self.model_measured(meta.get("model")) and unlike > 1.0 and (
+                not outside or nearest[0][1] > self.ood_threshold_):
             reasons.append(
                 f"workload is unlike every measured one of its model (distance {nearest[0][1]:.2f} to "
                 f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of the "
                 "nearest other of their model)"
             )
-        reasons.extend(outside)
         larger = self._data_size_reason(meta, policy)
         if larger:
             reasons.append(larger[1])

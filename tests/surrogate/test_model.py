@@ -101,7 +101,10 @@ def test_unlike_workload_is_out_of_distribution(model, tiny_kb):
     meta = dict(record.workload["meta"], n_train=2_000_000, height=512, width=512, channels=3,
                 input_size=3 * 512 * 512, num_classes=1000, flops_per_sample=5e10)
     ood, reasons, nearest = model.novelty(meta, record.hardware, POLICY)
-    assert ood and "workload is unlike every measured one" in reasons[0]
+    # The ranges it leaves first (they name what differs), then how far it lies.
+    outside = model.outside_reasons(meta)
+    assert ood and outside and reasons[:len(outside)] == outside
+    assert "workload is unlike every measured one" in reasons[len(outside)]
 
 
 def test_nearest_workloads_are_of_the_same_model_and_a_new_model_is_flagged(model, tiny_kb, monkeypatch):
