@@ -202,7 +202,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                     "within_point_no_slower": sum(g["regret_points"] <= 100 * WITHIN and g["time_ratio"] <= 1.0
                                                   for g in got),
                     "within_point_no_slower_than_best": sum(
-                        g["regret_points"] <= 100 * WITHIN and g.get("time_vs_best", 1.0) <= 1.0 for g in got),
+                        g["regret_points"] <= 100 * WITHIN and g["time_vs_best"] <= 1.0 for g in got),
                     "runs": len(got), "failed": sum(1 for s in seeds if name in s["fixed"]) - len(got),
                 }
         out[family] = {"workloads": sum(r["family"] == family for r in rows), "seeds": len(seeds),

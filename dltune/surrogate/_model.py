@@ -215,13 +215,13 @@ class PerformanceModel(NoveltyMixin, MachinesMixin, CalibrationMixin, SeedNoiseM
         self.n_records_ = len(data)
         import sklearn
 
-        from dltune.hardware._hardware import _blas_libraries
+        from dltune.hardware import Hardware
         from dltune.surrogate._machines import blas_kernels
 
         # Another scikit-learn can grow other trees from the same records; other BLAS kernels
         # round the time model's sums otherwise (the last digits).
         self.fitted_with_ = {"scikit-learn": sklearn.__version__, "numpy": np.__version__,
-                             "blas_kernels": blas_kernels({"blas": _blas_libraries()})}
+                             "blas_kernels": blas_kernels(Hardware.detect().to_dict())}
         return self
 
     def _start_accuracy_fit(self, X: np.ndarray, y: list[float], groups: list[str]):

@@ -229,13 +229,13 @@ class NoveltyMixin:
         outside = self.outside_reasons(meta)
         # The measured ranges a workload leaves come before its distance: they name what differs.
         reasons = []
-        if not self.model_measured(meta.get("model")):
+        known_model = self.model_measured(meta.get("model"))
+        if not known_model:
             measured = sorted({str(w.get("model")) for w in self.workloads_})
             reasons.append(f"model {meta['model']!r} was never measured (measured: {', '.join(measured)}): "
                            "its accuracy is predicted from other models' runs")
         reasons.extend(outside)
-        if self.model_measured(meta.get("model")) and unlike > 1.0 and (
-                not outside or nearest[0][1] > self.ood_threshold_):
+        if known_model and unlike > 1.0 and (not outside or nearest[0][1] > self.ood_threshold_):
             reasons.append(
                 f"workload is unlike every measured one of its model (distance {nearest[0][1]:.2f} to "
                 f"{nearest[0][0]}; measured workloads lie within {self.ood_threshold_:.2f} of the "
